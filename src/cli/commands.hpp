@@ -1,0 +1,15 @@
+#pragma once
+
+#include "cli/global_options.hpp"
+
+#include <CLI/CLI.hpp>
+
+namespace ratelimit::cli {
+
+// Each command adds its subcommand to `app`; when the command line selects it, its callback
+// runs the command and stores the process exit status in `exit_status`.
+void setup_try(CLI::App& app, const GlobalOptions& global, int& exit_status);
+void setup_wait(CLI::App& app, const GlobalOptions& global, int& exit_status);
+void setup_run(CLI::App& app, const GlobalOptions& global, int& exit_status);
+
+} // namespace ratelimit::cli

@@ -1,0 +1,13 @@
+#pragma once
+
+namespace ratelimit::cli {
+
+// The documented exit statuses (man page, EXIT STATUS).
+inline constexpr int k_exit_granted = 0;
+inline constexpr int k_exit_limited = 1; // changed by -E/--limited-exit-code
+inline constexpr int k_exit_usage = 2;
+inline constexpr int k_exit_store = 3;
+inline constexpr int k_exit_cannot_execute = 126;
+inline constexpr int k_exit_not_found = 127;
+
+} // namespace ratelimit::cli

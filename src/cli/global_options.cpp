@@ -1,0 +1,52 @@
+#include "cli/global_options.hpp"
+
+#include "cli/usage_error.hpp"
+#include "core/rate.hpp"
+#include "store/sqlite_store.hpp"
+
+#include <cstdlib>
+
+namespace ratelimit::cli {
+
+void add_global_options(CLI::App& app, GlobalOptions& options) {
+  app.add_option("--db", options.db, "SQLite database shared by all invocations")
+      ->option_text("PATH");
+  app.add_flag("--json", options.json, "Print one JSON object per decision on stdout");
+  app.add_flag("-q,--quiet", options.quiet, "Print nothing on a denial");
+  app.add_option("-E,--limited-exit-code", options.limited_exit_code,
+                 "Exit status when limited (default 1)")
+      ->option_text("N")
+      ->check(CLI::Range(0, 255));
+  app.add_option("--lock-timeout", options.lock_timeout,
+                 "Longest wait for the database lock before failing with status 3 "
+                 "(default 10s)")
+      ->option_text("DURATION");
+}
+
+std::string database_path(const GlobalOptions& options) {
+  if (!options.db.empty()) {
+    return options.db;
+  }
+  if (const char* env = std::getenv("RATELIMIT_DB"); env && *env) {
+    return env;
+  }
+  if (const char* state = std::getenv("XDG_STATE_HOME"); state && *state == '/') {
+    return std::string(state) + "/ratelimit/ratelimit.db";
+  }
+  const char* home = std::getenv("HOME");
+  if (!home || !*home) {
+    throw UsageError("cannot find the database: HOME is not set; give --db PATH or set "
+                     "RATELIMIT_DB");
+  }
+  return std::string(home) + "/.local/state/ratelimit/ratelimit.db";
+}
+
+std::unique_ptr<store::Store> open_store(const GlobalOptions& options) {
+  auto lock_timeout = core::parse_duration(options.lock_timeout);
+  if (!lock_timeout) {
+    throw UsageError("--lock-timeout: " + lock_timeout.error());
+  }
+  return std::make_unique<store::SqliteStore>(database_path(options), *lock_timeout);
+}
+
+} // namespace ratelimit::cli

@@ -1,0 +1,34 @@
+#pragma once
+
+#include "core/time.hpp"
+
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace ratelimit::store {
+class Store;
+}
+
+namespace ratelimit::cli {
+
+// Options that every command takes, before or after the command name.
+struct GlobalOptions {
+  std::string db;
+  bool json = false;
+  bool quiet = false;
+  int limited_exit_code = 1;
+  std::string lock_timeout = "10s";
+};
+
+void add_global_options(CLI::App& app, GlobalOptions& options);
+
+// The database path: --db, else $RATELIMIT_DB, else $XDG_STATE_HOME/ratelimit/ratelimit.db
+// (~/.local/state/ratelimit/ratelimit.db).
+std::string database_path(const GlobalOptions& options);
+
+// Opens the store the options name; throws StoreError or UsageError.
+std::unique_ptr<store::Store> open_store(const GlobalOptions& options);
+
+} // namespace ratelimit::cli

@@ -1,0 +1,97 @@
+#include "cli/limit_options.hpp"
+
+#include "cli/usage_error.hpp"
+
+#include <charconv>
+#include <fmt/format.h>
+
+namespace ratelimit::cli {
+
+void add_limit_options(CLI::App& command, LimitOptions& options, bool key_required) {
+  auto* key = command.add_option("key", options.key, "The name of the shared limit");
+  if (key_required) {
+    key->required();
+  }
+  command
+      .add_option("-r,--rate", options.rates,
+                  "N/PERIOD, e.g. 10/s, 100/min, 3/1.5s; repeat for several limits")
+      ->option_text("N/PERIOD")
+      ->required()
+      ->allow_extra_args(false);
+  command
+      .add_option("-a,--algorithm", options.algorithm,
+                  "token-bucket (default), leaky-bucket, fixed-window, sliding-window, "
+                  "sliding-log")
+      ->option_text("NAME");
+  command
+      .add_option("-b,--burst", options.bursts,
+                  "Token-bucket capacity or leaky-bucket queue depth (default N); once for "
+                  "all limits or once per --rate")
+      ->option_text("N")
+      ->allow_extra_args(false);
+  command.add_option("-c,--cost", options.cost, "Units this request takes (default 1)")
+      ->option_text("N");
+}
+
+void check_key(std::string_view key) {
+  if (key.empty()) {
+    throw UsageError("invalid key \"\": expected a non-empty name of at most 1024 bytes");
+  }
+  if (key.size() > k_max_key_bytes) {
+    throw UsageError(fmt::format("invalid key: it is {} bytes long; expected a non-empty name "
+                                 "of at most 1024 bytes",
+                                 key.size()));
+  }
+}
+
+std::int64_t parse_positive(std::string_view option, std::string_view text) {
+  std::int64_t value = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  std::string_view shown = text.substr(0, 64);
+  if (error == std::errc::result_out_of_range) {
+    throw UsageError(fmt::format("invalid {} \"{}\": too large; expected a whole number of at "
+                                 "least 1",
+                                 option, shown));
+  }
+  if (text.empty() || error != std::errc() || end != text.data() + text.size() || value < 1) {
+    throw UsageError(
+        fmt::format("invalid {} \"{}\": expected a whole number of at least 1", option, shown));
+  }
+  return value;
+}
+
+LimitedRequest resolve(const LimitOptions& options) {
+  LimitedRequest request;
+  request.key = options.key;
+  check_key(request.key);
+  auto algorithm = core::parse_algorithm(options.algorithm);
+  if (!algorithm) {
+    throw UsageError(algorithm.error());
+  }
+  request.algorithm = *algorithm;
+  request.cost = parse_positive("cost", options.cost);
+  if (!options.bursts.empty() && options.bursts.size() != 1 &&
+      options.bursts.size() != options.rates.size()) {
+    throw UsageError(fmt::format("{} bursts for {} rates: give --burst once for all rates or "
+                                 "once per --rate, in the same order",
+                                 options.bursts.size(), options.rates.size()));
+  }
+  for (std::size_t i = 0; i < options.rates.size(); ++i) {
+    auto rate = core::parse_rate(options.rates[i]);
+    if (!rate) {
+      throw UsageError(rate.error());
+    }
+    core::Limit limit{*rate, rate->count};
+    if (!options.bursts.empty()) {
+      limit.burst = parse_positive("burst", options.bursts[options.bursts.size() == 1 ? 0 : i]);
+    }
+    request.limits.push_back(limit);
+  }
+  if (auto problem = core::check_limits(request.algorithm, request.limits, request.cost,
+                                        !options.bursts.empty())) {
+    throw UsageError(*problem);
+  }
+  return request;
+}
+
+} // namespace ratelimit::cli

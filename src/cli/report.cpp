@@ -1,0 +1,96 @@
+#include "cli/report.hpp"
+
+#include "util/json.hpp"
+
+#include <cstdio>
+#include <fmt/format.h>
+
+namespace ratelimit::cli {
+
+std::string describe_limit(core::Algorithm algorithm, const core::Limit& limit) {
+  if (core::takes_burst(algorithm)) {
+    return fmt::format("({} {}, burst {})", core::algorithm_name(algorithm),
+                       core::format_rate(limit.rate), limit.burst);
+  }
+  return fmt::format("({} {})", core::algorithm_name(algorithm), core::format_rate(limit.rate));
+}
+
+std::string printable_key(std::string_view key) {
+  std::string out = "\"";
+  for (char c : key) {
+    auto byte = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (byte < 0x20 || byte == 0x7f) {
+      out += fmt::format("\\x{:02x}", byte);
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+std::string json_millis(core::Nanos duration) {
+  if (duration % core::k_nanos_per_milli == 0) {
+    return std::to_string(duration / core::k_nanos_per_milli);
+  }
+  std::string text = fmt::format("{}.{:06}", duration / core::k_nanos_per_milli,
+                                 duration % core::k_nanos_per_milli);
+  while (text.back() == '0') {
+    text.pop_back();
+  }
+  return text;
+}
+
+void report(const GlobalOptions& global, const LimitedRequest& request,
+            const core::Decision& decision, std::optional<core::Nanos> waited) {
+  const core::Limit& binding = request.limits[decision.binding];
+  if (!decision.allowed && !global.quiet) {
+    fmt::print(stderr, "ratelimit: {} limited {}; next slot in {}\n", printable_key(request.key),
+               describe_limit(request.algorithm, binding), core::format_seconds(decision.wait));
+  }
+  if (!global.json) {
+    return;
+  }
+  std::int64_t retry_after = decision.allowed ? 0 : core::ceil_millis(decision.wait);
+  util::JsonObject object;
+  object.field("key", request.key)
+      .field("allowed", decision.allowed)
+      .field("algorithm", core::algorithm_name(request.algorithm))
+      .field("limit", binding.rate.count)
+      .raw_field("period_ms", json_millis(binding.rate.period))
+      .field("burst", binding.capacity(request.algorithm))
+      .field("cost", request.cost)
+      .field("remaining", decision.remaining)
+      .field("retry_after_ms", retry_after)
+      .field("reset_after_ms", core::ceil_millis(decision.reset_after));
+  if (waited) {
+    object.field("waited_ms", core::ceil_millis(*waited));
+  }
+  if (request.limits.size() > 1) {
+    std::string limits = "[";
+    for (std::size_t i = 0; i < request.limits.size(); ++i) {
+      const core::Limit& limit = request.limits[i];
+      const core::LimitReport& limit_report = decision.limits[i];
+      util::JsonObject item;
+      item.field("limit", limit.rate.count)
+          .raw_field("period_ms", json_millis(limit.rate.period))
+          .field("burst", limit.capacity(request.algorithm))
+          .field("binding", i == decision.binding)
+          .field("remaining", limit_report.remaining)
+          .field("retry_after_ms", core::ceil_millis(limit_report.retry_after))
+          .field("reset_after_ms", core::ceil_millis(limit_report.reset_after));
+      limits += (i ? "," : "") + item.str();
+    }
+    object.raw_field("limits", limits + "]");
+  }
+  fmt::print("{}\n", object.str());
+  std::fflush(stdout);
+}
+
+} // namespace ratelimit::cli

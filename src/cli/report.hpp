@@ -1,0 +1,27 @@
+#pragma once
+
+#include "cli/global_options.hpp"
+#include "cli/limit_options.hpp"
+#include "core/decide.hpp"
+
+#include <optional>
+#include <string>
+
+namespace ratelimit::cli {
+
+// `(token-bucket 10/s, burst 10)`, `(fixed-window 100/min)`.
+std::string describe_limit(core::Algorithm algorithm, const core::Limit& limit);
+
+// Prints what a decision means to the user: on a denial one line on stderr (unless -q);
+// with --json one object on stdout. `waited` is the time slept, for wait and run.
+void report(const GlobalOptions& global, const LimitedRequest& request,
+            const core::Decision& decision, std::optional<core::Nanos> waited = std::nullopt);
+
+// `key` for human output: quoted, with control bytes escaped, so that no key can forge a
+// line of output or move the terminal's cursor.
+std::string printable_key(std::string_view key);
+
+// Milliseconds as a JSON number: whole when exact, else with up to six decimals.
+std::string json_millis(core::Nanos duration);
+
+} // namespace ratelimit::cli

@@ -1,0 +1,77 @@
+#include "cli/acquire.hpp"
+#include "cli/commands.hpp"
+#include "cli/exit_status.hpp"
+#include "cli/usage_error.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fmt/format.h>
+#include <memory>
+#include <unistd.h>
+
+namespace ratelimit::cli {
+
+namespace {
+
+struct RunOptions {
+  LimitOptions limit;
+  std::string timeout;
+  bool no_wait = false;
+  std::vector<std::string> command;
+};
+
+// Replaces this process with `command`; returns only on failure, with the exit status.
+int execute(const std::vector<std::string>& command) {
+  std::vector<char*> argv;
+  for (const std::string& word : command) {
+    argv.push_back(const_cast<char*>(word.c_str()));
+  }
+  argv.push_back(nullptr);
+  std::fflush(stdout);
+  ::execvp(argv[0], argv.data());
+  int error = errno;
+  fmt::print(stderr, "ratelimit: cannot run \"{}\": {}\n", command[0],
+             error == ENOENT ? "command not found" : std::strerror(error));
+  return error == ENOENT ? k_exit_not_found : k_exit_cannot_execute;
+}
+
+int run_run(const RunOptions& options, const GlobalOptions& global) {
+  LimitedRequest request = resolve(options.limit);
+  if (options.command.empty()) {
+    throw UsageError("no command to run; expected ratelimit run KEY -r N/PERIOD -- COMMAND [ARG...]");
+  }
+  core::Nanos max_wait = parse_timeout(options.timeout);
+  util::InterruptSignals signals;
+  auto store = open_store(global);
+  Acquired acquired = acquire(*store, signals, global, request, !options.no_wait, max_wait);
+  if (acquired.signal != 0) {
+    return 128 + acquired.signal;
+  }
+  if (!acquired.decision.allowed) {
+    return global.limited_exit_code;
+  }
+  store.reset(); // close the database before the command runs
+  signals.restore();
+  return execute(options.command);
+}
+
+} // namespace
+
+void setup_run(CLI::App& app, const GlobalOptions& global, int& exit_status) {
+  auto options = std::make_shared<RunOptions>();
+  CLI::App* command =
+      app.add_subcommand("run", "Wait for a slot, then execute COMMAND (no shell)");
+  command->footer("Example: ratelimit run api -r 5/s -- curl -sO https://api.example.com/");
+  add_limit_options(*command, options->limit);
+  command
+      ->add_option("-t,--timeout", options->timeout,
+                   "Give up at once (exit 1) if the slot is further away than this")
+      ->option_text("DURATION");
+  command->add_flag("--no-wait", options->no_wait,
+                    "Do not wait: run COMMAND only if a slot is free now, else exit 1");
+  command->add_option("command", options->command, "The command and its arguments, after --")
+      ->option_text("-- COMMAND [ARG...]");
+  command->callback([options, &global, &exit_status] { exit_status = run_run(*options, global); });
+}
+
+} // namespace ratelimit::cli

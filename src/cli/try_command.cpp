@@ -1,0 +1,32 @@
+#include "cli/acquire.hpp"
+#include "cli/commands.hpp"
+#include "cli/exit_status.hpp"
+
+#include <memory>
+
+namespace ratelimit::cli {
+
+namespace {
+
+int run_try(const LimitOptions& options, const GlobalOptions& global) {
+  LimitedRequest request = resolve(options);
+  util::InterruptSignals signals;
+  auto store = open_store(global);
+  Acquired acquired = acquire(*store, signals, global, request, false, 0);
+  if (acquired.signal != 0) {
+    return 128 + acquired.signal;
+  }
+  return acquired.decision.allowed ? k_exit_granted : global.limited_exit_code;
+}
+
+} // namespace
+
+void setup_try(CLI::App& app, const GlobalOptions& global, int& exit_status) {
+  auto options = std::make_shared<LimitOptions>();
+  CLI::App* command = app.add_subcommand("try", "Decide now: exit 0 if granted, 1 if limited");
+  command->footer("Example: ratelimit try api -r 10/s && curl https://api.example.com/");
+  add_limit_options(*command, *options);
+  command->callback([options, &global, &exit_status] { exit_status = run_try(*options, global); });
+}
+
+} // namespace ratelimit::cli

@@ -1,0 +1,44 @@
+#include "cli/acquire.hpp"
+#include "cli/commands.hpp"
+#include "cli/exit_status.hpp"
+
+#include <memory>
+
+namespace ratelimit::cli {
+
+namespace {
+
+struct WaitOptions {
+  LimitOptions limit;
+  std::string timeout;
+};
+
+int run_wait(const WaitOptions& options, const GlobalOptions& global) {
+  LimitedRequest request = resolve(options.limit);
+  core::Nanos max_wait = parse_timeout(options.timeout);
+  util::InterruptSignals signals;
+  auto store = open_store(global);
+  Acquired acquired = acquire(*store, signals, global, request, true, max_wait);
+  if (acquired.signal != 0) {
+    return 128 + acquired.signal;
+  }
+  return acquired.decision.allowed ? k_exit_granted : global.limited_exit_code;
+}
+
+} // namespace
+
+void setup_wait(CLI::App& app, const GlobalOptions& global, int& exit_status) {
+  auto options = std::make_shared<WaitOptions>();
+  CLI::App* command =
+      app.add_subcommand("wait", "Reserve the next slot and sleep until it, then exit 0");
+  command->footer("Example: ratelimit wait api -r 100/min -t 30s && curl https://api.example.com/");
+  add_limit_options(*command, options->limit);
+  command
+      ->add_option("-t,--timeout", options->timeout,
+                   "Give up at once (exit 1) if the slot is further away than this")
+      ->option_text("DURATION");
+  command->callback(
+      [options, &global, &exit_status] { exit_status = run_wait(*options, global); });
+}
+
+} // namespace ratelimit::cli

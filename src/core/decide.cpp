@@ -1,0 +1,142 @@
+#include "core/decide.hpp"
+
+#include "core/rules.hpp"
+
+#include <algorithm>
+
+namespace ratelimit::core {
+
+const Rules& token_bucket_rules();
+const Rules& leaky_bucket_rules();
+const Rules& fixed_window_rules();
+const Rules& sliding_window_rules();
+const Rules& sliding_log_rules();
+
+const Rules& rules_for(Algorithm algorithm) {
+  switch (algorithm) {
+  case Algorithm::token_bucket:
+    return token_bucket_rules();
+  case Algorithm::leaky_bucket:
+    return leaky_bucket_rules();
+  case Algorithm::fixed_window:
+    return fixed_window_rules();
+  case Algorithm::sliding_window:
+    return sliding_window_rules();
+  case Algorithm::sliding_log:
+    return sliding_log_rules();
+  }
+  return token_bucket_rules();
+}
+
+namespace {
+
+// The stored state of each requested limit, by period; a limit not stored yet is fresh.
+std::vector<LimitState> states_for(const KeyState& state, std::span<const Limit> limits) {
+  std::vector<LimitState> result;
+  result.reserve(limits.size());
+  for (const Limit& limit : limits) {
+    auto stored =
+        std::find_if(state.limits.begin(), state.limits.end(),
+                     [&](const LimitState& s) { return s.limit.rate.period == limit.rate.period; });
+    result.push_back({limit, stored != state.limits.end() ? stored->slots : LimitState{}.slots});
+  }
+  return result;
+}
+
+void summarise(Decision& decision, const Rules& rules, std::span<const LimitState> states,
+               GrantLog& log) {
+  decision.remaining = std::numeric_limits<std::int64_t>::max();
+  for (std::size_t i = 0; i < states.size(); ++i) {
+    Usage usage = rules.usage(states[i].limit, states[i], log, decision.now);
+    decision.limits[i].remaining = usage.remaining;
+    decision.limits[i].reset_after = usage.reset_after;
+    decision.reset_after = std::max(decision.reset_after, usage.reset_after);
+    if (usage.remaining < decision.remaining) {
+      decision.remaining = usage.remaining;
+      if (decision.allowed) {
+        decision.binding = i;
+      }
+    }
+  }
+}
+
+} // namespace
+
+Decision decide(KeyState& state, std::span<const Limit> limits, GrantLog& log,
+                const Request& request) {
+  const Rules& rules = rules_for(state.algorithm);
+  Decision decision;
+  decision.now = std::max(request.now, state.clock);
+  decision.limits.resize(limits.size());
+  state.clock = decision.now;
+  std::vector<LimitState> states = states_for(state, limits);
+
+  Nanos at = decision.now;
+  Nanos accept_from = std::numeric_limits<Nanos>::min();
+  std::size_t refusing = limits.size();
+  for (std::size_t i = 0; i < limits.size(); ++i) {
+    Slot slot = rules.earliest(limits[i], states[i], log, decision.now, request.cost);
+    decision.limits[i].retry_after = slot.at - decision.now;
+    if (slot.at > at) {
+      at = slot.at;
+      decision.binding = i;
+    }
+    if (slot.accept_from > accept_from) {
+      accept_from = slot.accept_from;
+      if (accept_from > decision.now) {
+        refusing = i;
+      }
+    }
+  }
+
+  Nanos wait = at - decision.now;
+  if (!request.reserve) {
+    decision.allowed = wait == 0;
+  } else if (refusing < limits.size()) {
+    // A full queue refuses the request however long the caller would wait.
+    decision.allowed = false;
+    decision.binding = refusing;
+    wait = std::max(wait, accept_from - decision.now);
+  } else {
+    decision.allowed = wait <= request.max_wait;
+  }
+  decision.wait = wait;
+
+  if (decision.allowed) {
+    decision.grant = {at, request.cost, {}};
+    for (std::size_t i = 0; i < limits.size(); ++i) {
+      decision.grant.markers.push_back(
+          rules.take(limits[i], states[i], log, decision.now, at, request.cost));
+    }
+    state.limits = states;
+  }
+  summarise(decision, rules, states, log);
+  return decision;
+}
+
+void give_back(KeyState& state, std::span<const Limit> limits, GrantLog& log, Nanos now,
+               const Grant& grant) {
+  const Rules& rules = rules_for(state.algorithm);
+  state.clock = std::max(state.clock, now);
+  std::vector<LimitState> states = states_for(state, limits);
+  for (std::size_t i = 0; i < limits.size() && i < grant.markers.size(); ++i) {
+    rules.give_back(limits[i], states[i], log, grant.at, grant.cost, grant.markers[i]);
+  }
+  state.limits = states;
+}
+
+Decision inspect(const KeyState& state, GrantLog& log, Nanos now) {
+  const Rules& rules = rules_for(state.algorithm);
+  Decision decision;
+  decision.now = std::max(now, state.clock);
+  decision.allowed = true;
+  decision.limits.resize(state.limits.size());
+  summarise(decision, rules, state.limits, log);
+  return decision;
+}
+
+bool is_fresh(const KeyState& state, GrantLog& log, Nanos now) {
+  return inspect(state, log, now).reset_after == 0;
+}
+
+} // namespace ratelimit::core

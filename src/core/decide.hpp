@@ -1,0 +1,74 @@
+#pragma once
+
+#include "core/grant_log.hpp"
+#include "core/limit.hpp"
+
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <vector>
+
+namespace ratelimit::core {
+
+struct Request {
+  // The caller's clock, in nanoseconds since the epoch.
+  Nanos now = 0;
+  std::int64_t cost = 1;
+  // false: `try`, granted only now. true: `wait`, may reserve a later slot.
+  bool reserve = false;
+  // With `reserve`: the longest acceptable wait; a later slot is refused, not reserved.
+  Nanos max_wait = std::numeric_limits<Nanos>::max();
+};
+
+// What a granted reservation took, so that an interrupted waiter can give it back.
+struct Grant {
+  Nanos at = 0;
+  std::int64_t cost = 0;
+  std::vector<std::int64_t> markers; // one per limit
+};
+
+// The state of one limit after a decision.
+struct LimitReport {
+  std::int64_t remaining = 0;
+  Nanos reset_after = 0;
+  // Until the request would be granted under this limit alone (0: now).
+  Nanos retry_after = 0;
+};
+
+struct Decision {
+  bool allowed = false;
+  // The key's clock at the decision; differs from the request's `now` only when the system
+  // clock stepped back.
+  Nanos now = 0;
+  // Granted: how long to sleep until the slot (0 for `try`). Denied: until the request
+  // would be granted, rounded up by callers that show it.
+  Nanos wait = 0;
+  // The limit that decided: the one furthest from granting (all of them agree when granted,
+  // then it is the one with the least remaining).
+  std::size_t binding = 0;
+  // Whole units available after the decision, under every limit; time until the key is
+  // fresh again under every limit.
+  std::int64_t remaining = 0;
+  Nanos reset_after = 0;
+  std::vector<LimitReport> limits;
+  Grant grant;
+};
+
+// Decides `request` for a key with `state` under `limits` (all or nothing), updating
+// `state` and `log` when granted. Pure: the only time is `request.now`. `limits` must have
+// passed `check_limits`.
+Decision decide(KeyState& state, std::span<const Limit> limits, GrantLog& log,
+                const Request& request);
+
+// Returns what `grant` reserved, at `now`, to a key whose state has moved on at most by
+// later decisions.
+void give_back(KeyState& state, std::span<const Limit> limits, GrantLog& log, Nanos now,
+               const Grant& grant);
+
+// The key's standing under its stored limits, without changing it.
+Decision inspect(const KeyState& state, GrantLog& log, Nanos now);
+
+// Whether `state` is a fresh key's at `now`: forgetting it would change no decision.
+bool is_fresh(const KeyState& state, GrantLog& log, Nanos now);
+
+} // namespace ratelimit::core

@@ -1,0 +1,68 @@
+// Fixed window: a counter per window of PERIOD aligned to the epoch, so 10/min means
+// calendar minutes. Only the latest window with grants is stored; reservations fill the
+// first window with room, in order.
+#include "core/rules.hpp"
+
+#include <algorithm>
+
+namespace ratelimit::core {
+
+namespace {
+
+class FixedWindow final : public Rules {
+  // slots[0]: start of the latest window with grants; slots[1]: the cost granted in it.
+  static Nanos& start(LimitState& state) { return state.slots[0]; }
+  static Nanos start(const LimitState& state) { return state.slots[0]; }
+  static std::int64_t& count(LimitState& state) { return state.slots[1]; }
+  static std::int64_t count(const LimitState& state) { return state.slots[1]; }
+
+public:
+  Slot earliest(const Limit& limit, const LimitState& state, GrantLog&, Nanos now,
+                std::int64_t cost) const override {
+    if (start(state) < window_start(now, limit.rate.period)) {
+      return {now};
+    }
+    if (count(state) + cost <= limit.rate.count) {
+      return {std::max(now, start(state))};
+    }
+    return {start(state) + limit.rate.period};
+  }
+
+  std::int64_t take(const Limit& limit, LimitState& state, GrantLog&, Nanos, Nanos at,
+                    std::int64_t cost) const override {
+    Nanos window = window_start(at, limit.rate.period);
+    if (window != start(state)) {
+      start(state) = window;
+      count(state) = 0;
+    }
+    count(state) += cost;
+    return window;
+  }
+
+  void give_back(const Limit&, LimitState& state, GrantLog&, Nanos, std::int64_t cost,
+                 std::int64_t marker) const override {
+    // An older window's count is no longer stored: its grant cannot be returned.
+    if (start(state) == marker) {
+      count(state) = std::max<std::int64_t>(0, count(state) - cost);
+    }
+  }
+
+  Usage usage(const Limit& limit, const LimitState& state, GrantLog&, Nanos now) const override {
+    Nanos period = limit.rate.period;
+    Nanos current = window_start(now, period);
+    if (start(state) < current || count(state) == 0) {
+      return {limit.rate.count, 0};
+    }
+    std::int64_t remaining = start(state) == current ? limit.rate.count - count(state) : 0;
+    return {std::max<std::int64_t>(0, remaining), start(state) + period - now};
+  }
+};
+
+} // namespace
+
+const Rules& fixed_window_rules() {
+  static const FixedWindow rules;
+  return rules;
+}
+
+} // namespace ratelimit::core

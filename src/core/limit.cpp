@@ -1,0 +1,40 @@
+#include "core/limit.hpp"
+
+#include <fmt/format.h>
+
+namespace ratelimit::core {
+
+std::optional<std::string> check_limits(Algorithm algorithm, std::span<const Limit> limits,
+                                        std::int64_t cost, bool burst_given) {
+  if (limits.empty()) {
+    return "no rate given; expected -r N/PERIOD, e.g. -r 10/s";
+  }
+  if (burst_given && !takes_burst(algorithm)) {
+    return fmt::format("--burst does not apply to {}; it sets the capacity of token-bucket "
+                       "and the queue depth of leaky-bucket",
+                       algorithm_name(algorithm));
+  }
+  if (cost < 1) {
+    return fmt::format("invalid cost {}: expected a whole number of at least 1", cost);
+  }
+  for (std::size_t i = 0; i < limits.size(); ++i) {
+    const Limit& limit = limits[i];
+    if (limit.burst < 1) {
+      return fmt::format("invalid burst {}: expected a whole number of at least 1", limit.burst);
+    }
+    for (std::size_t j = 0; j < i; ++j) {
+      if (limits[j].rate.period == limit.rate.period) {
+        return fmt::format("two rates with the same period ({} and {}); give one rate per period",
+                           format_rate(limits[j].rate), format_rate(limit.rate));
+      }
+    }
+    std::int64_t capacity = limit.capacity(algorithm);
+    if (cost > capacity) {
+      return fmt::format("cost {} can never be granted: {} {} holds at most {}", cost,
+                         algorithm_name(algorithm), format_rate(limit.rate), capacity);
+    }
+  }
+  return std::nullopt;
+}
+
+} // namespace ratelimit::core

@@ -1,0 +1,53 @@
+#pragma once
+
+#include "core/algorithm.hpp"
+#include "core/rate.hpp"
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace ratelimit::core {
+
+// One limit on a key: `rate`, and for the buckets a `burst` (token-bucket capacity,
+// leaky-bucket queue depth). Window algorithms use `rate.count` as their size.
+struct Limit {
+  Rate rate;
+  std::int64_t burst = 0;
+
+  // The most cost the algorithm can ever hold for this limit.
+  std::int64_t capacity(Algorithm algorithm) const {
+    return takes_burst(algorithm) ? burst : rate.count;
+  }
+
+  friend bool operator==(const Limit&, const Limit&) = default;
+};
+
+// The stored state of one limit of one key, identified by its limit's period. What the
+// three slots mean belongs to the algorithm (see rules.hpp); all zero is a fresh key.
+struct LimitState {
+  Limit limit;
+  std::array<std::int64_t, 3> slots{};
+
+  friend bool operator==(const LimitState&, const LimitState&) = default;
+};
+
+// Everything stored for one key besides a sliding log's entries.
+struct KeyState {
+  Algorithm algorithm = Algorithm::token_bucket;
+  // The latest time this key has seen: a key's clock never runs backwards, so a system
+  // clock stepped back grants nothing that was not already available.
+  Nanos clock = 0;
+  std::vector<LimitState> limits;
+};
+
+// Why `limits` cannot serve a request of `cost`, or nothing when they can: an empty list,
+// two limits with one period, a burst given to a window algorithm, a cost that could never
+// be granted.
+std::optional<std::string> check_limits(Algorithm algorithm, std::span<const Limit> limits,
+                                        std::int64_t cost, bool burst_given);
+
+} // namespace ratelimit::core

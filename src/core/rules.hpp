@@ -1,0 +1,56 @@
+#pragma once
+
+#include "core/grant_log.hpp"
+#include "core/limit.hpp"
+
+#include <cstdint>
+#include <limits>
+
+namespace ratelimit::core {
+
+// When a request could be granted under one limit.
+struct Slot {
+  // The earliest grant time, never before `now`; a `try` is granted only when it is `now`.
+  Nanos at = 0;
+  // A reservation is refused outright before this time (a leaky bucket's full queue).
+  Nanos accept_from = std::numeric_limits<Nanos>::min();
+};
+
+// What a limit has left at a moment.
+struct Usage {
+  // Whole units of cost a request could take right now.
+  std::int64_t remaining = 0;
+  // How long until the state is a fresh key's again.
+  Nanos reset_after = 0;
+};
+
+// One algorithm, as pure functions of a limit's state. Every `now` is the key's clock, and
+// grants are made in order: `at` is never before an earlier grant of the same key.
+class Rules {
+public:
+  virtual ~Rules() = default;
+
+  virtual Slot earliest(const Limit& limit, const LimitState& state, GrantLog& log, Nanos now,
+                        std::int64_t cost) const = 0;
+
+  // Takes `cost` at `at` (not before `earliest(...).at`); returns the marker that
+  // `give_back` needs to find this grant again.
+  virtual std::int64_t take(const Limit& limit, LimitState& state, GrantLog& log, Nanos now,
+                            Nanos at, std::int64_t cost) const = 0;
+
+  // Returns what a reservation took, as far as later reservations allow: never so much
+  // that the grants still standing exceed the limit.
+  virtual void give_back(const Limit& limit, LimitState& state, GrantLog& log, Nanos at,
+                         std::int64_t cost, std::int64_t marker) const = 0;
+
+  virtual Usage usage(const Limit& limit, const LimitState& state, GrantLog& log,
+                      Nanos now) const = 0;
+};
+
+const Rules& rules_for(Algorithm algorithm);
+
+// The start of the window of length `period` that holds `time`; windows are aligned to
+// multiples of `period` since the epoch.
+inline Nanos window_start(Nanos time, Nanos period) { return floor_div(time, period) * period; }
+
+} // namespace ratelimit::core

@@ -1,0 +1,3 @@
+#include "cli/main.hpp"
+
+int main(int argc, char** argv) { return ratelimit::cli::main(argc, argv); }

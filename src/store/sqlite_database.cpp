@@ -1,0 +1,189 @@
+#include "store/sqlite_database.hpp"
+
+#include "store/store.hpp"
+#include "util/file_lock.hpp"
+#include "util/paths.hpp"
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+namespace ratelimit::store {
+
+namespace {
+
+constexpr const char* k_schema = R"sql(
+PRAGMA application_id = 1380732244;
+PRAGMA user_version = 1;
+PRAGMA journal_mode = WAL;
+CREATE TABLE keys (
+  id INTEGER PRIMARY KEY,
+  name BLOB NOT NULL UNIQUE,
+  algorithm TEXT NOT NULL,
+  clock INTEGER NOT NULL,
+  limits BLOB NOT NULL
+);
+CREATE TABLE grant_log (
+  key_id INTEGER NOT NULL,
+  period INTEGER NOT NULL,
+  cumulative INTEGER NOT NULL,
+  at INTEGER NOT NULL,
+  PRIMARY KEY (key_id, period, cumulative)
+) WITHOUT ROWID;
+CREATE INDEX grant_log_by_time ON grant_log (key_id, period, at);
+)sql";
+
+static_assert(k_application_id == 1380732244, "k_schema spells the application id");
+
+std::int32_t big_endian_at(const unsigned char* bytes, std::size_t offset) {
+  return static_cast<std::int32_t>((std::uint32_t{bytes[offset]} << 24) |
+                                   (std::uint32_t{bytes[offset + 1]} << 16) |
+                                   (std::uint32_t{bytes[offset + 2]} << 8) |
+                                   std::uint32_t{bytes[offset + 3]});
+}
+
+} // namespace
+
+SqliteDatabase::SqliteDatabase(std::string path, core::Nanos lock_timeout)
+    : m_path(std::move(path)), m_lock_timeout(lock_timeout) {
+  m_fd = ::open(m_path.c_str(), O_RDWR | O_CLOEXEC);
+  if (m_fd < 0 && errno == ENOENT) {
+    create();
+    m_fd = ::open(m_path.c_str(), O_RDWR | O_CLOEXEC);
+  }
+  if (m_fd < 0) {
+    throw StoreError(fmt::format("cannot open database \"{}\": {}", m_path, std::strerror(errno)));
+  }
+  check_identity();
+  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE;
+  if (sqlite3_open_v2(m_path.c_str(), &m_db, flags, nullptr) != SQLITE_OK) {
+    fail("cannot open the database");
+  }
+  // Writers queue on the flock; SQLite's own busy handler covers readers and checkpoints.
+  sqlite3_busy_timeout(m_db, static_cast<int>(std::min<core::Nanos>(
+                                 m_lock_timeout / core::k_nanos_per_milli, 1'000'000'000)));
+  execute("PRAGMA synchronous = NORMAL");
+}
+
+SqliteDatabase::~SqliteDatabase() {
+  sqlite3_close_v2(m_db);
+  if (m_fd >= 0) {
+    ::close(m_fd);
+  }
+}
+
+void SqliteDatabase::create() {
+  try {
+    util::make_directories(util::parent_directory(m_path));
+  } catch (const std::runtime_error& error) {
+    throw StoreError(fmt::format("cannot create database \"{}\": {}", m_path, error.what()));
+  }
+  // Built aside and linked into place, so that no process ever sees a half-made file and
+  // two first callers cannot both create one; link() never replaces an existing file.
+  std::string scratch = fmt::format("{}.new-{}", m_path, ::getpid());
+  ::unlink(scratch.c_str());
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(scratch.c_str(), &db,
+                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                           nullptr);
+  char* error = nullptr;
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_exec(db, k_schema, nullptr, nullptr, &error);
+  }
+  std::string message = rc == SQLITE_OK ? "" : (error ? error : sqlite3_errstr(rc));
+  sqlite3_free(error);
+  sqlite3_close_v2(db);
+  if (rc != SQLITE_OK) {
+    ::unlink(scratch.c_str());
+    throw StoreError(fmt::format("cannot create database \"{}\": {}", m_path, message));
+  }
+  if (::link(scratch.c_str(), m_path.c_str()) != 0 && errno != EEXIST) {
+    int saved = errno;
+    ::unlink(scratch.c_str());
+    throw StoreError(fmt::format("cannot create database \"{}\": {}", m_path, std::strerror(saved)));
+  }
+  ::unlink(scratch.c_str());
+}
+
+void SqliteDatabase::check_identity() {
+  // Read straight from the file header, before SQLite may touch the file: a file that is
+  // not ours must not be written, not even a journal of it.
+  std::array<unsigned char, 100> header{};
+  ssize_t got = ::pread(m_fd, header.data(), header.size(), 0);
+  auto refuse = [&](std::string_view why) {
+    throw StoreError(fmt::format("\"{}\" is not a ratelimit database: {}; give another --db",
+                                 m_path, why));
+  };
+  if (got < 0) {
+    throw StoreError(fmt::format("cannot read database \"{}\": {}", m_path, std::strerror(errno)));
+  }
+  if (got == 0) {
+    refuse("it is empty");
+  }
+  if (got < static_cast<ssize_t>(header.size()) ||
+      std::memcmp(header.data(), "SQLite format 3", 16) != 0) {
+    refuse("it is not an SQLite database");
+  }
+  if (big_endian_at(header.data(), 68) != k_application_id) {
+    refuse("it is another application's SQLite database");
+  }
+  std::int32_t version = big_endian_at(header.data(), 60);
+  if (version > k_schema_version) {
+    throw StoreError(fmt::format("database \"{}\" has schema version {}, newer than this "
+                                 "ratelimit reads ({}); use a newer ratelimit",
+                                 m_path, version, k_schema_version));
+  }
+  if (version < 1) {
+    refuse(fmt::format("unknown schema version {}", version));
+  }
+}
+
+void SqliteDatabase::lock() {
+  switch (util::lock_exclusive(m_fd, m_lock_timeout)) {
+  case util::LockResult::locked:
+    return;
+  case util::LockResult::timed_out:
+    throw StoreError(fmt::format("database \"{}\" is locked by another process for longer than "
+                                 "the lock timeout ({}); see --lock-timeout",
+                                 m_path, core::format_seconds(m_lock_timeout)));
+  case util::LockResult::failed:
+    break;
+  }
+  throw StoreError(fmt::format("cannot lock database \"{}\": {}", m_path, std::strerror(errno)));
+}
+
+void SqliteDatabase::unlock() { util::unlock(m_fd); }
+
+void SqliteDatabase::execute(const char* sql) {
+  if (sqlite3_exec(m_db, sql, nullptr, nullptr, nullptr) != SQLITE_OK) {
+    fail("cannot use the database");
+  }
+}
+
+void SqliteDatabase::fail(std::string_view what) const {
+  int code = m_db ? sqlite3_extended_errcode(m_db) : SQLITE_NOMEM;
+  int primary = code & 0xff;
+  bool disk_full = primary == SQLITE_FULL;
+  if (primary == SQLITE_IOERR) {
+    // A full disk may show as an I/O error on the -shm or -wal file.
+    struct statvfs fs{};
+    std::string directory = util::parent_directory(m_path);
+    disk_full = ::statvfs(directory.c_str(), &fs) == 0 && fs.f_bavail == 0;
+  }
+  if (disk_full) {
+    throw StoreError(fmt::format("{} \"{}\": the disk is full", what, m_path));
+  }
+  if (primary == SQLITE_READONLY || primary == SQLITE_CANTOPEN || primary == SQLITE_PERM) {
+    throw StoreError(fmt::format("{} \"{}\": {} (is the file or its directory read-only?)", what,
+                                 m_path, m_db ? sqlite3_errmsg(m_db) : sqlite3_errstr(code)));
+  }
+  throw StoreError(
+      fmt::format("{} \"{}\": {}", what, m_path, m_db ? sqlite3_errmsg(m_db) : "out of memory"));
+}
+
+} // namespace ratelimit::store

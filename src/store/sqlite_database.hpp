@@ -1,0 +1,48 @@
+#pragma once
+
+#include "core/time.hpp"
+
+#include <sqlite3.h>
+#include <string>
+
+namespace ratelimit::store {
+
+// The identity and version of our database files: `PRAGMA application_id` ("RLMT") and
+// `PRAGMA user_version`.
+inline constexpr std::int32_t k_application_id = 0x524c4d54;
+inline constexpr std::int32_t k_schema_version = 1;
+
+// An open ratelimit database: the SQLite connection, and the file descriptor whose flock
+// serialises writers. Opening creates the file when it is missing, and refuses (with
+// StoreError) a file that is not ours or has a newer schema, without writing to it.
+class SqliteDatabase {
+public:
+  SqliteDatabase(std::string path, core::Nanos lock_timeout);
+  ~SqliteDatabase();
+  SqliteDatabase(const SqliteDatabase&) = delete;
+  SqliteDatabase& operator=(const SqliteDatabase&) = delete;
+
+  sqlite3* handle() const { return m_db; }
+  const std::string& path() const { return m_path; }
+
+  // Takes the writers' lock, waiting at most the lock timeout; throws StoreError then.
+  void lock();
+  void unlock();
+
+  // Runs `sql` (no rows expected); throws StoreError.
+  void execute(const char* sql);
+
+  // A StoreError for a failed SQLite call, telling a full disk from other I/O errors.
+  [[noreturn]] void fail(std::string_view what) const;
+
+private:
+  void create();
+  void check_identity();
+
+  std::string m_path;
+  core::Nanos m_lock_timeout;
+  int m_fd = -1;
+  sqlite3* m_db = nullptr;
+};
+
+} // namespace ratelimit::store

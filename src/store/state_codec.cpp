@@ -1,0 +1,65 @@
+#include "store/state_codec.hpp"
+
+#include <cstdint>
+
+namespace ratelimit::store {
+
+namespace {
+
+constexpr std::size_t k_fields = 6;
+constexpr std::size_t k_record_size = k_fields * 8;
+
+void put(std::string& out, std::int64_t value) {
+  auto bits = static_cast<std::uint64_t>(value);
+  for (int i = 0; i < 8; ++i) {
+    out.push_back(static_cast<char>((bits >> (8 * i)) & 0xff));
+  }
+}
+
+std::int64_t get(std::string_view bytes, std::size_t offset) {
+  std::uint64_t bits = 0;
+  for (int i = 7; i >= 0; --i) {
+    bits = (bits << 8) | static_cast<unsigned char>(bytes[offset + static_cast<std::size_t>(i)]);
+  }
+  return static_cast<std::int64_t>(bits);
+}
+
+} // namespace
+
+std::string encode_limits(const std::vector<core::LimitState>& limits) {
+  std::string out;
+  out.reserve(limits.size() * k_record_size);
+  for (const auto& state : limits) {
+    put(out, state.limit.rate.count);
+    put(out, state.limit.rate.period);
+    put(out, state.limit.burst);
+    for (std::int64_t slot : state.slots) {
+      put(out, slot);
+    }
+  }
+  return out;
+}
+
+std::optional<std::vector<core::LimitState>> decode_limits(std::string_view bytes) {
+  if (bytes.size() % k_record_size != 0) {
+    return std::nullopt;
+  }
+  std::vector<core::LimitState> limits(bytes.size() / k_record_size);
+  for (std::size_t i = 0; i < limits.size(); ++i) {
+    std::size_t offset = i * k_record_size;
+    auto& state = limits[i];
+    state.limit.rate.count = get(bytes, offset);
+    state.limit.rate.period = get(bytes, offset + 8);
+    state.limit.burst = get(bytes, offset + 16);
+    for (std::size_t slot = 0; slot < 3; ++slot) {
+      state.slots[slot] = get(bytes, offset + 24 + slot * 8);
+    }
+    if (state.limit.rate.count < 1 || state.limit.rate.period < state.limit.rate.count ||
+        state.limit.burst < 1) {
+      return std::nullopt;
+    }
+  }
+  return limits;
+}
+
+} // namespace ratelimit::store

@@ -1,0 +1,64 @@
+#pragma once
+
+#include "core/decide.hpp"
+
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ratelimit::store {
+
+// The store failed: it could not be opened, locked, read or written. Exit status 3.
+class StoreError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+// The request cannot apply to the stored key (another algorithm created it). Exit status 2.
+class KeyConflict : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+// A key's standing, as `status` shows it.
+struct KeyStatus {
+  std::string key;
+  core::KeyState state;
+  core::Decision standing; // from core::inspect at the store's now
+};
+
+// Where keys live. Each call is one atomic read-modify-write of one key; nothing is held
+// between calls, so a caller may sleep between them.
+class Store {
+public:
+  virtual ~Store() = default;
+
+  // Decides `request` for `key` under `limits` with the store's clock (`request.now` is
+  // ignored). A new key is created with `algorithm`; an existing key made by another
+  // algorithm throws KeyConflict.
+  virtual core::Decision decide(std::string_view key, core::Algorithm algorithm,
+                                std::span<const core::Limit> limits, core::Request request) = 0;
+
+  // Returns what `grant`, an earlier decision on `key`, reserved.
+  virtual void give_back(std::string_view key, core::Algorithm algorithm,
+                         std::span<const core::Limit> limits, const core::Grant& grant) = 0;
+
+  // The standing of `keys`, or of every key when `keys` is empty; unknown keys are absent.
+  virtual std::vector<KeyStatus> status(std::span<const std::string> keys) = 0;
+
+  // Forgets `keys` (all keys when `all`); returns how many existed.
+  virtual std::size_t reset(std::span<const std::string> keys, bool all) = 0;
+
+  // Forgets keys whose state is a fresh key's; returns their names.
+  virtual std::vector<std::string> collect_garbage() = 0;
+
+  // The store's clock, in nanoseconds since the epoch.
+  virtual core::Nanos now() = 0;
+};
+
+// The message for a key created by another algorithm than the one asked for.
+std::string key_conflict_message(std::string_view key, core::Algorithm stored,
+                                 core::Algorithm requested);
+
+} // namespace ratelimit::store

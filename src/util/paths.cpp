@@ -1,0 +1,39 @@
+#include "util/paths.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+#include <sys/stat.h>
+
+namespace ratelimit::util {
+
+std::string parent_directory(const std::string& path) {
+  auto slash = path.find_last_of('/');
+  if (slash == std::string::npos) {
+    return ".";
+  }
+  if (slash == 0) {
+    return "/";
+  }
+  return path.substr(0, slash);
+}
+
+void make_directories(const std::string& directory) {
+  struct stat info{};
+  if (::stat(directory.c_str(), &info) == 0) {
+    if (!S_ISDIR(info.st_mode)) {
+      throw std::runtime_error("\"" + directory + "\" is not a directory");
+    }
+    return;
+  }
+  std::string parent = parent_directory(directory);
+  if (parent != directory) {
+    make_directories(parent);
+  }
+  if (::mkdir(directory.c_str(), 0755) != 0 && errno != EEXIST) {
+    throw std::runtime_error("cannot create directory \"" + directory +
+                             "\": " + std::strerror(errno));
+  }
+}
+
+} // namespace ratelimit::util

@@ -1,0 +1,37 @@
+#pragma once
+
+#include <csignal>
+#include <cstdint>
+#include <functional>
+
+namespace ratelimit::util {
+
+// Holds SIGINT, SIGTERM and SIGHUP blocked for its lifetime, so that one arriving between a
+// reservation and the sleep that follows is kept pending rather than lost, and the sleep
+// can wait for the clock or a signal in one system call.
+class InterruptSignals {
+public:
+  InterruptSignals();
+  ~InterruptSignals();
+  InterruptSignals(const InterruptSignals&) = delete;
+  InterruptSignals& operator=(const InterruptSignals&) = delete;
+
+  // Sleeps `duration_ns` (monotonic) unless one of the signals arrives first; returns that
+  // signal, or 0 after the full sleep. `tick`, when given, is called with the time left
+  // every `tick_ns` and once at the end with 0.
+  int sleep_for(std::int64_t duration_ns, const std::function<void(std::int64_t)>& tick = {},
+                std::int64_t tick_ns = 0);
+
+  // A signal already pending, taken, or 0.
+  int take_pending();
+
+  // Puts back the signal mask from before, e.g. for a command about to be executed.
+  void restore();
+
+private:
+  sigset_t m_blocked{};
+  sigset_t m_previous{};
+  bool m_restored = false;
+};
+
+} // namespace ratelimit::util
