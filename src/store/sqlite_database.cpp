@@ -67,7 +67,14 @@ SqliteDatabase::SqliteDatabase(std::string path, core::Nanos lock_timeout)
   // Writers queue on the flock; SQLite's own busy handler covers readers and checkpoints.
   sqlite3_busy_timeout(m_db, static_cast<int>(std::min<core::Nanos>(
                                  m_lock_timeout / core::k_nanos_per_milli, 1'000'000'000)));
-  execute("PRAGMA synchronous = NORMAL");
+  // Every process is a database's last connection when it closes: by default it would
+  // checkpoint and delete the WAL there (several fsyncs), and the next process would create
+  // it again (two more). Keep the WAL; the autocheckpoint, in the committing process and
+  // under the lock, keeps it small, which also keeps cheap the WAL scan of each open.
+  sqlite3_db_config(m_db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+  int persist_wal = 1;
+  sqlite3_file_control(m_db, "main", SQLITE_FCNTL_PERSIST_WAL, &persist_wal);
+  execute("PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 32");
 }
 
 SqliteDatabase::~SqliteDatabase() {

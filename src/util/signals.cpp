@@ -10,9 +10,14 @@ namespace ratelimit::util {
 
 InterruptSignals::InterruptSignals() {
   sigemptyset(&m_blocked);
-  sigaddset(&m_blocked, SIGINT);
-  sigaddset(&m_blocked, SIGTERM);
-  sigaddset(&m_blocked, SIGHUP);
+  for (int signal : {SIGINT, SIGTERM, SIGHUP}) {
+    // A signal the parent chose to ignore (nohup, a background job's SIGINT) stays ignored:
+    // a blocked signal would otherwise still be delivered to sigtimedwait.
+    struct sigaction current{};
+    if (sigaction(signal, nullptr, &current) == 0 && current.sa_handler != SIG_IGN) {
+      sigaddset(&m_blocked, signal);
+    }
+  }
   sigprocmask(SIG_BLOCK, &m_blocked, &m_previous);
 }
 

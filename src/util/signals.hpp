@@ -6,7 +6,7 @@
 
 namespace ratelimit::util {
 
-// Holds SIGINT, SIGTERM and SIGHUP blocked for its lifetime, so that one arriving between a
+// Holds SIGINT, SIGTERM and SIGHUP (those not ignored) blocked for its lifetime, so that one arriving between a
 // reservation and the sleep that follows is kept pending rather than lost, and the sleep
 // can wait for the clock or a signal in one system call.
 class InterruptSignals {

@@ -1,0 +1,314 @@
+#!/usr/bin/env bash
+# try / wait / run on the SQLite store: exit statuses, bad input, concurrency, sleeping,
+# signals, foreign files.
+. "$(dirname "$0")/lib.sh"
+
+test_try_grants_then_limits() {
+  expect_status 0 rl try api -r 2/s
+  expect_status 0 rl try api -r 2/s
+  expect_status 1 rl try api -r 2/s
+  expect_one_line
+  expect_contains "$ERR" 'ratelimit: "api" limited (token-bucket 2/s, burst 2); next slot in 0.'
+}
+
+test_limited_exit_code_and_quiet() {
+  rl try k -r 1/min >/dev/null
+  expect_status 5 rl -E 5 try k -r 1/min
+  expect_status 1 rl try -q k -r 1/min
+  expect_eq "" "$ERR" "stderr with -q"
+}
+
+test_global_options_after_the_command() {
+  rl try k -r 1/min
+  expect_status 75 rl try k -r 1/min --json -E 75 -q
+  expect_eq false "$(json_field "$OUT" allowed)" "allowed"
+  expect_eq "" "$ERR" "stderr with -q"
+}
+
+test_json_fields() {
+  expect_status 0 rl --json try api -r 10/min -b 4 -c 3
+  expect_eq '"api"' "$(json_field "$OUT" key)"
+  expect_eq true "$(json_field "$OUT" allowed)"
+  expect_eq '"token-bucket"' "$(json_field "$OUT" algorithm)"
+  expect_eq 10 "$(json_field "$OUT" limit)"
+  expect_eq 60000 "$(json_field "$OUT" period_ms)"
+  expect_eq 4 "$(json_field "$OUT" burst)"
+  expect_eq 3 "$(json_field "$OUT" cost)"
+  expect_eq 1 "$(json_field "$OUT" remaining)"
+  expect_eq 0 "$(json_field "$OUT" retry_after_ms)"
+  # 3 tokens at 10/min take 18 s to come back.
+  expect_eq 18000 "$(json_field "$OUT" reset_after_ms)"
+  expect_status 1 rl --json try api -r 10/min -b 4 -c 3
+  local retry
+  retry=$(json_field "$OUT" retry_after_ms)
+  # Two more tokens are needed: 12 s, less the time since the first call, rounded up.
+  expect_true "retry_after_ms $retry in (10000, 12000]" test "$retry" -gt 10000 -a "$retry" -le 12000
+}
+
+test_bad_input_exits_2_with_one_line() {
+  local args
+  while IFS='|' read -r expected args; do
+    # shellcheck disable=SC2086
+    expect_status 2 rl $args || continue
+    expect_one_line || continue
+    expect_contains "$ERR" "$expected" "stderr of: $args"
+  done <<'CASES'
+invalid rate "0/s": the count is zero|try k -r 0/s
+invalid rate "-1/s": the count is negative|try k -r -1/s
+the count is above|try k -r 99999999999999999999/s
+unknown unit "parsec"|try k -r 5/parsec
+expected N/PERIOD|try k -r 5
+the period is zero|try k -r 5/0s
+invalid cost "0"|try k -r 5/s -c 0
+invalid cost "1.5"|try k -r 5/s -c 1.5
+invalid cost "-2"|try k -r 5/s -c -2
+cost 6 can never be granted|try k -r 5/s -c 6
+invalid burst "0"|try k -r 5/s -b 0
+invalid duration "-1": it is negative|wait k -r 5/s -t -1
+invalid duration "soon"|wait k -r 5/s -t soon
+unknown unit "fortnight"|wait k -r 5/s -t 2fortnight
+unknown algorithm "token_bucket"; did you mean "token-bucket"?|try k -r 5/s -a token_bucket
+unknown command "fly"|fly k -r 5/s
+--rate is required|try k
+key is required|try -r 5/s
+not expected|try k -r 5/s --frobnicate
+CASES
+}
+
+test_empty_and_oversized_keys() {
+  expect_status 2 rl try "" -r 1/s
+  expect_one_line
+  expect_contains "$ERR" 'invalid key ""'
+  expect_status 2 rl try "$(head -c 1025 /dev/zero | tr '\0' k)" -r 1/s
+  expect_one_line
+  expect_contains "$ERR" "at most 1024 bytes"
+  expect_status 0 rl try "$(head -c 1024 /dev/zero | tr '\0' k)" -r 1/s
+}
+
+test_sql_in_a_key_is_just_a_key() {
+  local key="x'); DROP TABLE keys; --"
+  expect_status 0 rl try "$key" -r 1/min
+  expect_status 1 rl try "$key" -r 1/min
+  expect_status 0 rl try other -r 1/min
+}
+
+test_default_database_location() {
+  unset RATELIMIT_DB
+  XDG_STATE_HOME="$TEST_DIR/state" expect_status 0 rl try k -r 1/s
+  expect_true "database under XDG_STATE_HOME" test -s "$TEST_DIR/state/ratelimit/ratelimit.db"
+  env -u XDG_STATE_HOME HOME="$TEST_DIR/home" "$RATELIMIT" try k -r 1/s
+  expect_true "database under HOME" test -s "$TEST_DIR/home/.local/state/ratelimit/ratelimit.db"
+  RATELIMIT_DB="$TEST_DIR/env.db" expect_status 0 rl try k -r 1/s
+  expect_true "database from RATELIMIT_DB" test -s "$TEST_DIR/env.db"
+  expect_status 0 rl --db "$TEST_DIR/deep/er/flag.db" try k -r 1/s
+  expect_true "database from --db, directories created" test -s "$TEST_DIR/deep/er/flag.db"
+}
+
+# Concurrency: 8 processes hammering one key for 3 s never exceed burst + rate * elapsed,
+# and no call fails.
+test_eight_processes_never_over_admit() {
+  local deadline=$(($(now_ms) + 3000)) start
+  start=$(now_ms)
+  for p in 1 2 3 4 5 6 7 8; do
+    (
+      while [ "$(now_ms)" -lt $deadline ]; do
+        rl try hot -r 20/s -b 5
+        echo "$?" >>"statuses.$p"
+      done
+    ) &
+  done
+  wait
+  local elapsed=$(($(now_ms) - start))
+  local granted errors total
+  granted=$(cat statuses.* | grep -c '^0$')
+  errors=$(cat statuses.* | grep -vc '^[01]$')
+  total=$(cat statuses.* | wc -l)
+  local bound=$((5 + 20 * elapsed / 1000 + 1))
+  echo "    $total calls, $granted granted in $elapsed ms (bound $bound)"
+  expect_eq 0 "$errors" "calls that failed"
+  expect_true "granted $granted <= $bound" test "$granted" -le "$bound"
+  # The limit was really reached, and not starved either.
+  expect_true "some calls limited ($total calls)" test "$total" -gt "$granted"
+  expect_true "granted $granted >= 40" test "$granted" -ge 40
+}
+
+# 10 waiters on 10/s with burst 1, started 40 ms apart, finish about 100 ms apart in
+# the order they arrived.
+test_waiters_are_granted_in_arrival_order() {
+  local start
+  start=$(now_ms)
+  for i in 0 1 2 3 4 5 6 7 8 9; do
+    (
+      rl wait queue -r 10/s -b 1
+      echo "$(($(now_ms) - start)) $i" >>finished
+    ) &
+    sleep 0.04
+  done
+  wait
+  local order times
+  order=$(sort -n finished | awk '{print $2}' | tr '\n' ' ')
+  expect_eq "0 1 2 3 4 5 6 7 8 9 " "$order" "finishing order"
+  times=$(sort -n finished | awk '{print $1}' | tr '\n' ' ')
+  echo "    finished at (ms): $times"
+  local previous=
+  for t in $times; do
+    if [ -n "$previous" ]; then
+      local gap=$((t - previous))
+      expect_true "gap $gap ms between grants in [50, 170]" test $gap -ge 50 -a $gap -le 170
+    fi
+    previous=$t
+  done
+  local last=${previous}
+  expect_true "last grant at ${last} ms, about 900" test "$last" -ge 850 -a "$last" -le 1300
+}
+
+test_wait_sleeps_until_the_slot() {
+  local t0 t1 t3
+  t0=$(now_ms)
+  rl try slow -r 2/s -b 1
+  t1=$(now_ms)
+  # The slot is 500 ms after the try's decision, made between t0 and t1.
+  expect_status 0 rl --json wait slow -r 2/s -b 1
+  t3=$(now_ms)
+  local waited
+  waited=$(json_field "$OUT" waited_ms)
+  expect_true "woke at $((t3 - t0)) ms, not before the slot" test $((t3 - t0)) -ge 500
+  expect_true "woke at $((t3 - t1)) ms after the try, at most 150 ms late" \
+    test $((t3 - t1)) -le 650
+  expect_true "waited_ms $waited <= 500" test "$waited" -le 500
+}
+
+test_wait_timeout_refuses_without_reserving() {
+  rl try t -r 1/min
+  local start
+  start=$(now_ms)
+  expect_status 1 rl --json wait t -r 1/min -t 2s
+  expect_true "refused at once" test $(($(now_ms) - start)) -lt 500
+  expect_eq false "$(json_field "$OUT" allowed)"
+  local retry
+  retry=$(json_field "$OUT" retry_after_ms)
+  expect_true "retry_after_ms $retry about a minute" test "$retry" -gt 58000 -a "$retry" -le 60000
+  # Nothing was reserved: the next slot is still about a minute away, not two.
+  expect_status 1 rl --json try t -r 1/min
+  retry=$(json_field "$OUT" retry_after_ms)
+  expect_true "retry_after_ms $retry still about a minute" test "$retry" -le 60000
+  expect_status 0 rl wait t2 -r 1/min -t 0
+}
+
+# Starts `rl wait` in the background with SIGINT at its default disposition (a
+# non-interactive shell's background jobs ignore it).
+start_waiter() {
+  /usr/bin/python3 -c 'import os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+os.execv(sys.argv[1], sys.argv[1:])' "$RATELIMIT" "$@" &
+  WAITER=$!
+}
+
+interrupted_wait_returns_its_slot() {
+  local signal=$1 expected_status=$2
+  rl try s -r 1/s -b 1
+  start_waiter wait s -r 1/s -b 1
+  sleep 0.3
+  # Queued behind the waiter, the next free slot is about 1.7 s away.
+  expect_status 1 rl --json try s -r 1/s -b 1
+  local before after
+  before=$(json_field "$OUT" retry_after_ms)
+  kill -s "$signal" $WAITER
+  wait $WAITER
+  expect_eq "$expected_status" "$?" "status of the interrupted wait"
+  expect_status 1 rl --json try s -r 1/s -b 1
+  after=$(json_field "$OUT" retry_after_ms)
+  expect_true "before: $before ms > 1000" test "$before" -gt 1000
+  expect_true "after: $after ms < 1000" test "$after" -lt 1000
+}
+
+test_sigint_during_wait_returns_its_slot() { interrupted_wait_returns_its_slot INT 130; }
+
+test_sigterm_during_wait_returns_its_slot() { interrupted_wait_returns_its_slot TERM 143; }
+
+test_run_passes_status_and_output_through() {
+  expect_status 7 rl run job -r 10/s -- sh -c 'echo out; echo err >&2; exit 7'
+  expect_eq out "$OUT" "stdout"
+  expect_eq err "$ERR" "stderr"
+  expect_status 0 rl run job -r 10/s -- printf '%s|' a 'b c' -x
+  expect_eq 'a|b c|-x|' "$OUT" "arguments passed as they are"
+}
+
+test_run_exit_statuses_for_a_command_that_cannot_run() {
+  expect_status 127 rl run job -r 10/s -- ./no-such-command
+  expect_one_line
+  expect_contains "$ERR" 'cannot run "./no-such-command"'
+  printf 'echo hi\n' >not-executable
+  expect_status 126 rl run job -r 10/s -- ./not-executable
+  expect_status 2 rl run job -r 10/s
+  expect_contains "$ERR" "no command to run"
+}
+
+test_run_no_wait_does_not_run_when_limited() {
+  rl try nw -r 1/min
+  expect_status 1 rl run nw -r 1/min --no-wait -- touch ran
+  expect_true "command not run" test ! -e ran
+  expect_status 0 rl run nw2 -r 1/min --no-wait -- touch ran
+  expect_true "command run" test -e ran
+}
+
+test_run_waits_for_its_slot() {
+  rl try r -r 4/s -b 1
+  local start
+  start=$(now_ms)
+  expect_status 0 rl run r -r 4/s -b 1 -- true
+  local elapsed=$(($(now_ms) - start))
+  expect_true "run waited $elapsed ms, about 250" test $elapsed -ge 200 -a $elapsed -le 600
+}
+
+checksum() { sha256sum "$1" | cut -d' ' -f1; }
+
+expect_foreign_file_untouched() {
+  local file=$1 why=$2 sum
+  sum=$(checksum "$file")
+  for command in "try k -r 1/s" "wait k -r 1/s" "run k -r 1/s -- true"; do
+    # shellcheck disable=SC2086
+    expect_status 3 rl --db "$file" $command || continue
+    expect_one_line
+    expect_contains "$ERR" "$why"
+  done
+  expect_eq "$sum" "$(checksum "$file")" "checksum of $file"
+  expect_true "no journal beside $file" test ! -e "$file-wal" -a ! -e "$file-journal"
+}
+
+test_foreign_files_are_refused_and_unchanged() {
+  printf 'hello\n' >text.txt
+  expect_foreign_file_untouched text.txt "is not a ratelimit database"
+  : >empty.db
+  expect_foreign_file_untouched empty.db "it is empty"
+  sqlite3 other.db "CREATE TABLE t (x); INSERT INTO t VALUES (42);"
+  expect_foreign_file_untouched other.db "another application's SQLite database"
+}
+
+test_newer_schema_is_refused_and_unchanged() {
+  rl try k -r 1/s
+  sqlite3 "$DB" "PRAGMA user_version = 2; PRAGMA wal_checkpoint(TRUNCATE);" >/dev/null
+  expect_foreign_file_untouched "$DB" "schema version 2, newer than this ratelimit reads"
+}
+
+test_concurrent_first_use_creates_one_database() {
+  for p in 1 2 3 4 5 6; do
+    rl try first -r 100/s >/dev/null 2>>errors &
+  done
+  wait
+  expect_eq "" "$(cat errors)" "errors"
+  expect_eq 1 "$(sqlite3 "$DB" 'SELECT count(*) FROM keys')" "keys"
+  expect_eq "" "$(ls | grep '\.new-')" "scratch files left"
+}
+
+test_version_and_help() {
+  expect_status 0 rl --version
+  expect_contains "$OUT" "ratelimit "
+  expect_contains "$OUT" "sqlite"
+  for command in try wait run; do
+    expect_status 0 rl "$command" --help
+    expect_contains "$OUT" "Example:"
+  done
+}
+
+run_suite
