@@ -28,11 +28,12 @@ int run_gc(const GcOptions& options, const GlobalOptions& global) {
         .raw_field("keys", keys + "]");
     fmt::print("{}\n", object.str());
   } else if (options.verbose) {
+    // A report of what was done, like the messages: standard output stays for --json.
     std::string out;
     for (const std::string& key : removed) {
-      out += fmt::format("removed {}\n", printable_key(key));
+      out += fmt::format("ratelimit: removed {}\n", printable_key(key));
     }
-    fmt::print("{}", out);
+    fmt::print(stderr, "{}", out);
   }
   return k_exit_granted;
 }
@@ -45,7 +46,7 @@ void setup_gc(CLI::App& app, const GlobalOptions& global, int& exit_status) {
       "gc", "Forget every key whose state is a fresh key's (never changes a decision)");
   command->footer("Decisions also collect a few such keys now and then; gc does all of them.\n"
                   "Example: ratelimit gc -v");
-  command->add_flag("-v,--verbose", options->verbose, "Print each key removed");
+  command->add_flag("-v,--verbose", options->verbose, "Print each key removed on stderr");
   command->callback([options, &global, &exit_status] { exit_status = run_gc(*options, global); });
 }
 

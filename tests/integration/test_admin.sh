@@ -166,14 +166,16 @@ test_gc_keeps_busy_keys_and_drops_fresh_ones() {
   # The sliding window remembers the previous window too: 2 periods.
   sleep 2.1
   expect_status 0 rl gc -v
-  expect_eq 5 "$(printf '%s\n' "$OUT" | grep -c '^removed "fresh-')" "removed lines: $OUT"
+  expect_eq "" "$OUT" "stdout of gc -v"
+  expect_eq 5 "$(printf '%s\n' "$ERR" | grep -c '^ratelimit: removed "fresh-')" "removed lines: $ERR"
+  expect_eq 5 "$(printf '%s\n' "$ERR" | wc -l)" "lines of gc -v"
   expect_status 0 rl --json status
   expect_eq "['busy-fixed-window', 'busy-leaky-bucket', 'busy-sliding-log', 'busy-sliding-window', 'busy-token-bucket']" \
     "$(json_eval '[o["key"] for o in j]' <<<"$OUT")" "keys left"
   expect_eq 0 "$(sqlite3 "$DB" "SELECT count(*) FROM grant_log WHERE key_id NOT IN (SELECT id FROM keys)")" \
     "log entries of removed keys"
   expect_status 0 rl gc
-  expect_eq "" "$OUT" "gc without -v"
+  expect_eq "" "$OUT$ERR" "gc without -v"
   expect_status 0 rl --json gc
   expect_eq '{"removed":0,"keys":[]}' "$OUT"
   # Nothing that mattered was lost: the busy keys are still limited.
