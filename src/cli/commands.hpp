@@ -11,6 +11,7 @@ namespace ratelimit::cli {
 void setup_try(CLI::App& app, const GlobalOptions& global, int& exit_status);
 void setup_wait(CLI::App& app, const GlobalOptions& global, int& exit_status);
 void setup_run(CLI::App& app, const GlobalOptions& global, int& exit_status);
+void setup_pipe(CLI::App& app, const GlobalOptions& global, int& exit_status);
 void setup_status(CLI::App& app, const GlobalOptions& global, int& exit_status);
 void setup_reset(CLI::App& app, const GlobalOptions& global, int& exit_status);
 void setup_gc(CLI::App& app, const GlobalOptions& global, int& exit_status);

@@ -49,6 +49,7 @@ int main(int argc, char** argv) {
   setup_try(app, global, exit_status);
   setup_wait(app, global, exit_status);
   setup_run(app, global, exit_status);
+  setup_pipe(app, global, exit_status);
   setup_status(app, global, exit_status);
   setup_reset(app, global, exit_status);
   setup_gc(app, global, exit_status);

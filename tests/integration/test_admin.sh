@@ -192,6 +192,22 @@ test_gc_json_names_what_it_removed() {
   expect_eq "['one', 'two']" "$(json_eval 'sorted(j["keys"])' <<<"$OUT")" "keys"
 }
 
+test_decisions_collect_fresh_keys_on_the_way() {
+  local i
+  for i in $(seq 40); do
+    rl try "one-off-$i" -r 1/10ms
+  done
+  rl try busy -r 1/h
+  # Fresh after 10 ms; found by the collector from the next second on (it looks keys up by
+  # the second in which they become fresh).
+  sleep 1.2
+  # Hundreds of decisions in one process (the leaky bucket decides record by record): one
+  # in 16 collects up to 32 fresh keys.
+  seq 400 | rl pipe busy-pipe -a leaky-bucket -r 100000/s >/dev/null
+  expect_eq "['busy']" "$(rl --json status | json_eval '[o["key"] for o in j if o["key"] != "busy-pipe"]')" \
+    "keys left"
+}
+
 test_odd_keys_round_trip() {
   local keys=('quo"te' $'new\nline' 'ütf-8 ключ 🔑' $'tab\there' 'back\slash' ' spaced ' '-dash')
   local key
