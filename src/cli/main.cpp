@@ -57,6 +57,10 @@ int main(int argc, char** argv) {
   setup_wait(app, global, exit_status);
   setup_run(app, global, exit_status);
   setup_simulate(app, global, exit_status);
+  setup_pipe(app, global, exit_status);
+  setup_status(app, global, exit_status);
+  setup_reset(app, global, exit_status);
+  setup_gc(app, global, exit_status);
   for (CLI::App* command : app.get_subcommands({})) {
     // Global options may follow the command name too.
     command->fallthrough();
