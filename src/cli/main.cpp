@@ -15,7 +15,7 @@ namespace {
 
 constexpr const char* k_description =
     "Rate-limit shell commands. Invocations share per-key limits through a file-locked "
-    "SQLite database.";
+    "SQLite database, or across hosts through Redis.";
 
 std::string one_line(std::string text) {
   for (char& c : text) {
@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
   GlobalOptions global;
   int exit_status = k_exit_granted;
   CLI::App app(k_description, "ratelimit");
-  app.set_version_flag("--version", "ratelimit " RATELIMIT_VERSION " (stores: sqlite)");
+  app.set_version_flag("--version", "ratelimit " RATELIMIT_VERSION " (stores: sqlite, redis)");
   app.require_subcommand(1);
   add_global_options(app, global);
   setup_try(app, global, exit_status);
@@ -74,6 +74,8 @@ int main(int argc, char** argv) {
   } catch (const UsageError& error) {
     return fail(k_exit_usage, error.what());
   } catch (const store::KeyConflict& error) {
+    return fail(k_exit_usage, error.what());
+  } catch (const store::UnsupportedRequest& error) {
     return fail(k_exit_usage, error.what());
   } catch (const store::StoreError& error) {
     return fail(k_exit_store, error.what());
