@@ -98,6 +98,7 @@ test_server_down_exits_3_at_once() {
   elapsed=$(($(now_ms) - started))
   expect_one_line
   expect_contains "$ERR" "ratelimit: redis 127.0.0.1:1: cannot connect: connection refused"
+  # Refused at once: well within the default timeout of 1 s, even on a loaded machine.
   expect_true "took $elapsed ms" test "$elapsed" -lt 1000
 }
 
@@ -110,7 +111,8 @@ test_silent_server_exits_3_within_the_timeout() {
   kill -CONT "$REDIS_PID"
   expect_one_line
   expect_contains "$ERR" "no answer within 0.5s (--store-timeout)"
-  expect_true "took $elapsed ms, expected 0.5 to 2 s" test "$elapsed" -ge 450 -a "$elapsed" -lt 2000
+  # The timeout, plus a process start on a loaded machine.
+  expect_true "took $elapsed ms, expected 0.5 to 3 s" test "$elapsed" -ge 450 -a "$elapsed" -lt 3000
 }
 
 test_malformed_url_exits_2() {
