@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <fmt/format.h>
 #include <hiredis/hiredis.h>
 #include <redis_script.hpp>
@@ -19,6 +20,15 @@ namespace {
 timeval to_timeval(core::Nanos duration) {
   return {static_cast<time_t>(duration / core::k_nanos_per_second),
           static_cast<suseconds_t>(duration % core::k_nanos_per_second / core::k_nanos_per_micro)};
+}
+
+// Whether hiredis failed because `timeout` passed: it reports that as the error string of
+// ETIMEDOUT (connecting) or EAGAIN (a socket timeout while reading).
+bool timed_out(const redisContext& context) {
+  std::string_view error = context.errstr;
+  return context.err == REDIS_ERR_IO &&
+         (error == std::strerror(ETIMEDOUT) || error == std::strerror(EAGAIN) ||
+          error == std::strerror(EINPROGRESS));
 }
 
 std::string lower_first(std::string text) {
@@ -112,7 +122,7 @@ void RedisConnection::connect(const RedisLocation& location) {
     fail("cannot connect: out of memory");
   }
   if (m_context->err) {
-    if (m_context->err == REDIS_ERR_IO && (errno == ETIMEDOUT || errno == EINPROGRESS)) {
+    if (timed_out(*m_context)) {
       fail(fmt::format("cannot connect within {} (--store-timeout)",
                        core::format_seconds(m_timeout)));
     }
@@ -146,7 +156,7 @@ void RedisConnection::fail(std::string_view why) const {
 }
 
 void RedisConnection::fail_io() const {
-  if (m_context->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+  if (timed_out(*m_context)) {
     fail(fmt::format("no answer within {} (--store-timeout)", core::format_seconds(m_timeout)));
   }
   if (m_context->err == REDIS_ERR_EOF) {

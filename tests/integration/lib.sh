@@ -80,6 +80,8 @@ start_redis() {
 
 if [ "$STORE" = redis ]; then
   start_redis
+else
+  unset RATELIMIT_STORE # the suite's own database, whatever the caller's environment says
 fi
 
 _failures=0

@@ -168,6 +168,8 @@ test_sqlite_url_means_db() {
   expect_status 0 rl --store "sqlite:$TEST_DIR/other.db" try k -r 1/s
   expect_true "the database was created" test -f "$TEST_DIR/other.db"
   expect_status 1 rl --db "$TEST_DIR/other.db" --store-timeout 1s try k -r 1/s
+  RATELIMIT_STORE="sqlite:$TEST_DIR/env.db" expect_status 0 rl try k -r 1/s
+  expect_true "RATELIMIT_STORE=sqlite:PATH created it" test -f "$TEST_DIR/env.db"
   expect_eq "" "$(rcli --scan)" "redis keys"
 }
 
