@@ -29,6 +29,10 @@ STORE=${RATELIMIT_TEST_STORE:-sqlite}
 REDIS_PORT=
 REDIS_PID=
 
+# For a test that applies to one store only (it reads the SQLite file, say):
+#   on_store sqlite || return 0
+on_store() { [ "$STORE" = "$1" ]; }
+
 # redis-cli against the suite's server.
 rcli() { redis-cli -p "$REDIS_PORT" "$@"; }
 
