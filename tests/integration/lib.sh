@@ -152,8 +152,8 @@ now_ms() { date +%s%3N; }
 # strings): the first occurrence, which precedes any nested "limits" array.
 json_field() {
   local json=$1 field=$2
-  printf '%s\n' "$json" | sed -n "s/^{\"$field\":\(\"[^\"]*\"\|[^,}]*\).*/\1/p;
-    s/^{[^[]*[,{]\"$field\":\(\"[^\"]*\"\|[^,}]*\).*/\1/p" | head -n 1
+  printf '%s\n' "$json" | sed -n "s/^[^{]*{\"$field\":\(\"[^\"]*\"\|[^,}]*\).*/\1/p;
+    s/^[^{]*{[^[]*[,{]\"$field\":\(\"[^\"]*\"\|[^,}]*\).*/\1/p" | head -n 1
 }
 
 run_suite() {

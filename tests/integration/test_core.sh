@@ -93,6 +93,7 @@ test_sql_in_a_key_is_just_a_key() {
 }
 
 test_default_database_location() {
+  on_store sqlite || return 0
   unset RATELIMIT_DB
   XDG_STATE_HOME="$TEST_DIR/state" expect_status 0 rl try k -r 1/s
   expect_true "database under XDG_STATE_HOME" test -s "$TEST_DIR/state/ratelimit/ratelimit.db"
@@ -150,16 +151,16 @@ test_waiters_are_granted_in_arrival_order() {
   expect_eq "0 1 2 3 4 5 6 7 8 9 " "$order" "finishing order"
   times=$(sort -n finished | awk '{print $1}' | tr '\n' ' ')
   echo "    finished at (ms): $times"
-  local previous=
+  # Each grant is due 100 ms after the one before; judged against the first grant, so that
+  # one waiter woken late by the scheduler does not fail its neighbour.
+  local first= i=0
   for t in $times; do
-    if [ -n "$previous" ]; then
-      local gap=$((t - previous))
-      expect_true "gap $gap ms between grants in [50, 170]" test $gap -ge 50 -a $gap -le 170
-    fi
-    previous=$t
+    first=${first:-$t}
+    local due=$((first + 100 * i))
+    expect_true "grant $i at $((t - first)) ms, due at $((100 * i))" \
+      test "$t" -ge $((due - 30)) -a "$t" -le $((due + 150))
+    i=$((i + 1))
   done
-  local last=${previous}
-  expect_true "last grant at ${last} ms, about 900" test "$last" -ge 850 -a "$last" -le 1300
 }
 
 test_wait_sleeps_until_the_slot() {
@@ -286,12 +287,14 @@ test_foreign_files_are_refused_and_unchanged() {
 }
 
 test_newer_schema_is_refused_and_unchanged() {
+  on_store sqlite || return 0
   rl try k -r 1/s
   sqlite3 "$DB" "PRAGMA user_version = 2; PRAGMA wal_checkpoint(TRUNCATE);" >/dev/null
   expect_foreign_file_untouched "$DB" "schema version 2, newer than this ratelimit reads"
 }
 
 test_concurrent_first_use_creates_one_database() {
+  on_store sqlite || return 0
   for p in 1 2 3 4 5 6; do
     rl try first -r 100/s >/dev/null 2>>errors &
   done
