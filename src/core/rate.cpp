@@ -55,6 +55,10 @@ struct Decimal {
   int scale = 0;
 };
 
+// At most this many significant digits and this many decimals, so that `mantissa * unit`
+// and `k_max_duration * 10^scale` fit in 128 bits.
+constexpr int k_max_digits = 20;
+
 // Reads `[digits][.digits]` from the front of `text`; false when there is no digit at all
 // or the number is absurdly long.
 bool read_decimal(std::string_view& text, Decimal& out) {
@@ -69,12 +73,12 @@ bool read_decimal(std::string_view& text, Decimal& out) {
       if (out.mantissa != 0 || c != '0') {
         ++significant;
       }
-      if (significant > 30) {
-        return false;
-      }
       out.mantissa = out.mantissa * 10 + (c - '0');
       if (seen_point) {
         ++out.scale;
+      }
+      if (significant > k_max_digits || out.scale > k_max_digits) {
+        return false;
       }
     } else if (c == '.' && !seen_point) {
       seen_point = true;
@@ -210,7 +214,14 @@ std::string format_rate(const Rate& rate) {
     }
     return fmt::format("{}/{}ms", rate.count, ms);
   }
-  return fmt::format("{}/{}", rate.count, format_seconds(rate.period));
+  // Not a whole millisecond: the exact seconds, down to the nanosecond (format_seconds
+  // would round).
+  std::string seconds =
+      fmt::format("{}.{:09}", rate.period / k_nanos_per_second, rate.period % k_nanos_per_second);
+  while (seconds.back() == '0') {
+    seconds.pop_back();
+  }
+  return fmt::format("{}/{}s", rate.count, seconds);
 }
 
 std::string format_seconds(Nanos duration) {
