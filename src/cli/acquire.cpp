@@ -1,5 +1,6 @@
 #include "cli/acquire.hpp"
 
+#include "cli/countdown.hpp"
 #include "cli/report.hpp"
 #include "cli/usage_error.hpp"
 #include "util/clock.hpp"
@@ -35,7 +36,8 @@ Acquired acquire(store::Store& store, util::InterruptSignals& signals, const Glo
     return acquired;
   }
   std::int64_t started = util::monotonic_nanos();
-  acquired.signal = signals.sleep_for(acquired.decision.wait);
+  acquired.signal =
+      sleep_with_countdown(signals, acquired.decision.wait, request.key, global.quiet);
   acquired.waited = util::monotonic_nanos() - started;
   if (acquired.signal != 0) {
     try {

@@ -11,5 +11,6 @@ namespace ratelimit::cli {
 void setup_try(CLI::App& app, const GlobalOptions& global, int& exit_status);
 void setup_wait(CLI::App& app, const GlobalOptions& global, int& exit_status);
 void setup_run(CLI::App& app, const GlobalOptions& global, int& exit_status);
+void setup_simulate(CLI::App& app, const GlobalOptions& global, int& exit_status);
 
 } // namespace ratelimit::cli

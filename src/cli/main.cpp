@@ -17,6 +17,12 @@ constexpr const char* k_description =
     "Rate-limit shell commands. Invocations share per-key limits through a file-locked "
     "SQLite database.";
 
+constexpr const char* k_examples =
+    "Examples:\n"
+    "  ratelimit try api -r 10/s && curl https://api.example.com/\n"
+    "  ratelimit run fetch -r 5/s -r 1000/h -- curl -sO https://api.example.com/report\n"
+    "See ratelimit COMMAND --help, and man ratelimit for the algorithms and exit statuses.";
+
 std::string one_line(std::string text) {
   for (char& c : text) {
     if (c == '\n') {
@@ -45,10 +51,12 @@ int main(int argc, char** argv) {
   CLI::App app(k_description, "ratelimit");
   app.set_version_flag("--version", "ratelimit " RATELIMIT_VERSION " (stores: sqlite)");
   app.require_subcommand(1);
+  app.footer(k_examples);
   add_global_options(app, global);
   setup_try(app, global, exit_status);
   setup_wait(app, global, exit_status);
   setup_run(app, global, exit_status);
+  setup_simulate(app, global, exit_status);
   for (CLI::App* command : app.get_subcommands({})) {
     // Global options may follow the command name too.
     command->fallthrough();

@@ -70,7 +70,8 @@ void report(const GlobalOptions& global, const LimitedRequest& request,
       .field("retry_after_ms", retry_after)
       .field("reset_after_ms", core::ceil_millis(decision.reset_after));
   if (waited) {
-    object.field("waited_ms", core::ceil_millis(*waited));
+    // Measured, so rounded to the nearest millisecond: a wait granted at once is 0.
+    object.field("waited_ms", (*waited + core::k_nanos_per_milli / 2) / core::k_nanos_per_milli);
   }
   if (request.limits.size() > 1) {
     std::string limits = "[";

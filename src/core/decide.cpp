@@ -43,8 +43,26 @@ std::vector<LimitState> states_for(const KeyState& state, std::span<const Limit>
   return result;
 }
 
+// Writes `states` back into `state`. A stored limit that this request did not name keeps
+// its state: another process may still be limited by it, and a sliding log's entries
+// must keep agreeing with their cumulative costs.
+void store_states(KeyState& state, const std::vector<LimitState>& states) {
+  for (const LimitState& updated : states) {
+    auto stored = std::find_if(state.limits.begin(), state.limits.end(), [&](const LimitState& s) {
+      return s.limit.rate.period == updated.limit.rate.period;
+    });
+    if (stored != state.limits.end()) {
+      *stored = updated;
+    } else {
+      state.limits.push_back(updated);
+    }
+  }
+}
+
+// Fills in what each limit has left. `pick_binding`: the decision was granted at once,
+// when every limit agreed, so the binding limit is the one with the least remaining.
 void summarise(Decision& decision, const Rules& rules, std::span<const LimitState> states,
-               GrantLog& log) {
+               GrantLog& log, bool pick_binding) {
   decision.remaining = std::numeric_limits<std::int64_t>::max();
   for (std::size_t i = 0; i < states.size(); ++i) {
     Usage usage = rules.usage(states[i].limit, states[i], log, decision.now);
@@ -53,7 +71,7 @@ void summarise(Decision& decision, const Rules& rules, std::span<const LimitStat
     decision.reset_after = std::max(decision.reset_after, usage.reset_after);
     if (usage.remaining < decision.remaining) {
       decision.remaining = usage.remaining;
-      if (decision.allowed) {
+      if (pick_binding) {
         decision.binding = i;
       }
     }
@@ -108,9 +126,9 @@ Decision decide(KeyState& state, std::span<const Limit> limits, GrantLog& log,
       decision.grant.markers.push_back(
           rules.take(limits[i], states[i], log, decision.now, at, request.cost));
     }
-    state.limits = states;
+    store_states(state, states);
   }
-  summarise(decision, rules, states, log);
+  summarise(decision, rules, states, log, decision.allowed && wait == 0);
   return decision;
 }
 
@@ -122,7 +140,7 @@ void give_back(KeyState& state, std::span<const Limit> limits, GrantLog& log, Na
   for (std::size_t i = 0; i < limits.size() && i < grant.markers.size(); ++i) {
     rules.give_back(limits[i], states[i], log, grant.at, grant.cost, grant.markers[i]);
   }
-  state.limits = states;
+  store_states(state, states);
 }
 
 Decision inspect(const KeyState& state, GrantLog& log, Nanos now) {
@@ -131,7 +149,7 @@ Decision inspect(const KeyState& state, GrantLog& log, Nanos now) {
   decision.now = std::max(now, state.clock);
   decision.allowed = true;
   decision.limits.resize(state.limits.size());
-  summarise(decision, rules, state.limits, log);
+  summarise(decision, rules, state.limits, log, true);
   return decision;
 }
 

@@ -43,8 +43,9 @@ struct Decision {
   // Granted: how long to sleep until the slot (0 for `try`). Denied: until the request
   // would be granted, rounded up by callers that show it.
   Nanos wait = 0;
-  // The limit that decided: the one furthest from granting (all of them agree when granted,
-  // then it is the one with the least remaining).
+  // The limit that decided, an index into the request's limits: the one furthest from
+  // granting; for a reservation, the one that set its time; for a grant made at once (all
+  // of them agreed), the one with the least remaining.
   std::size_t binding = 0;
   // Whole units available after the decision, under every limit; time until the key is
   // fresh again under every limit.

@@ -50,11 +50,17 @@ public:
   Usage usage(const Limit& limit, const LimitState& state, GrantLog&, Nanos now) const override {
     Nanos period = limit.rate.period;
     Nanos current = window_start(now, period);
+    if (start(state) > current) {
+      // Reservations moved on to a later window because this one was full; its count is no
+      // longer stored, so nothing is known to be left in it until that window ends, even
+      // once those reservations are all given back.
+      return {0, start(state) + period - now};
+    }
     if (start(state) < current || count(state) == 0) {
       return {limit.rate.count, 0};
     }
-    std::int64_t remaining = start(state) == current ? limit.rate.count - count(state) : 0;
-    return {std::max<std::int64_t>(0, remaining), start(state) + period - now};
+    return {std::max<std::int64_t>(0, limit.rate.count - count(state)),
+            start(state) + period - now};
   }
 };
 

@@ -1,6 +1,8 @@
 // Leaky bucket as a queue with a constant output (virtual scheduling): grants leave
 // exactly one emission interval apart, a request of cost C takes C intervals, and the
-// state is the next free output time. A queue of `burst` requests waiting ahead is full.
+// state is the next free output time. The queue holds the grants after `now`: with
+// `burst` of them waiting ahead, a request overflows it and is refused at once; a `try`
+// is granted only when the output is free now.
 #include "core/rules.hpp"
 
 #include <algorithm>
@@ -38,9 +40,12 @@ public:
   }
 
   Usage usage(const Limit& limit, const LimitState& state, GrantLog&, Nanos now) const override {
+    // Remaining is the room in the queue, what `earliest` would still accept: the grant
+    // leaving at `now` or before is not waiting in it.
     Nanos pending = std::max<Nanos>(0, next(state) - now);
-    std::int64_t level = ceil_div(pending, limit.rate.emission_interval());
-    return {std::max<std::int64_t>(0, limit.burst - level), pending};
+    std::int64_t queued =
+        std::max<std::int64_t>(0, ceil_div(pending, limit.rate.emission_interval()) - 1);
+    return {std::max<std::int64_t>(0, limit.burst - queued), pending};
   }
 };
 

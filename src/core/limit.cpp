@@ -22,6 +22,13 @@ std::optional<std::string> check_limits(Algorithm algorithm, std::span<const Lim
     if (limit.burst < 1) {
       return fmt::format("invalid burst {}: expected a whole number of at least 1", limit.burst);
     }
+    // A bucket's times stay far from the int64 range: at most 20 years of refill.
+    Nanos interval = limit.rate.emission_interval();
+    if (takes_burst(algorithm) && Wide{limit.burst} * interval > 2 * k_max_duration) {
+      return fmt::format("invalid burst {}: {} would take more than 20 years to refill it; "
+                         "expected at most {}",
+                         limit.burst, format_rate(limit.rate), 2 * k_max_duration / interval);
+    }
     for (std::size_t j = 0; j < i; ++j) {
       if (limits[j].rate.period == limit.rate.period) {
         return fmt::format("two rates with the same period ({} and {}); give one rate per period",

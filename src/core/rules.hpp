@@ -24,8 +24,11 @@ struct Usage {
   Nanos reset_after = 0;
 };
 
-// One algorithm, as pure functions of a limit's state. Every `now` is the key's clock, and
-// grants are made in order: `at` is never before an earlier grant of the same key.
+// One algorithm, as pure functions of a limit's state. Every `now` is the key's clock.
+// Grants are made in order, each `at` not before an earlier grant still standing, with
+// one exception: when a cancelled reservation returned room, a token bucket or a
+// sliding-window counter may grant into it ahead of reservations made after that one,
+// which their bounds allow (both count reservations whatever their time).
 class Rules {
 public:
   virtual ~Rules() = default;
@@ -38,8 +41,9 @@ public:
   virtual std::int64_t take(const Limit& limit, LimitState& state, GrantLog& log, Nanos now,
                             Nanos at, std::int64_t cost) const = 0;
 
-  // Returns what a reservation took, as far as later reservations allow: never so much
-  // that the grants still standing exceed the limit.
+  // Returns what the reservation of `cost` at `at` took (`marker` from its `take`), as far
+  // as later reservations allow: never so much that the grants still standing exceed the
+  // limit. Called at most once per grant.
   virtual void give_back(const Limit& limit, LimitState& state, GrantLog& log, Nanos at,
                          std::int64_t cost, std::int64_t marker) const = 0;
 

@@ -27,7 +27,9 @@ public:
     }
     std::optional<Nanos> leaving = log.time_reaching(limit.rate.period, must_leave);
     if (!leaving) {
-      return {time}; // unreachable while the log and the state agree
+      // Unreachable while the log and the state agree; if they do not, once the last
+      // grant has left the window nothing can be in it.
+      return {std::max(time, last(state) + limit.rate.period)};
     }
     return {std::max(time, *leaving + limit.rate.period)};
   }
@@ -47,13 +49,23 @@ public:
     return state.slots[1];
   }
 
-  void give_back(const Limit& limit, LimitState& state, GrantLog& log, Nanos, std::int64_t cost,
-                 std::int64_t marker) const override {
+  void give_back(const Limit& limit, LimitState& state, GrantLog& log, Nanos at, std::int64_t cost,
+                 std::int64_t) const override {
+    // The entry is found by its time, not by the cumulative cost `take` returned: giving
+    // back an earlier entry shifts the cumulative cost of every later one. When the grants
+    // at `at` cost exactly `cost`, they are this one; when several share the time, which
+    // entry is this one is unknown and nothing is returned.
     Nanos period = limit.rate.period;
-    if (marker <= forgotten(state) || marker > total(state)) {
+    std::optional<std::int64_t> through = log.cumulative_through(period, at);
+    if (!through || *through <= forgotten(state)) {
+      return; // forgotten: it left every window long ago
+    }
+    std::int64_t before =
+        std::max(forgotten(state), log.cumulative_through(period, at - 1).value_or(0));
+    if (*through - before != cost) {
       return;
     }
-    log.remove(period, marker, cost);
+    log.remove(period, *through, cost);
     state.slots[1] -= cost;
     state.slots[0] = log.last_time(period).value_or(0);
   }

@@ -3,6 +3,14 @@
 // full again. Tokens available at `now` are `burst - (tat - now) / interval`. A TAT past
 // `now + burst * interval` is debt: reservations made by waiters, as with Go's
 // x/time/rate Reserve.
+//
+// Why it never over-admits, even when a cancelled reservation lets a later request take a
+// slot ahead of reservations still standing: for grants (t_k, c_k), let
+//   T = max over k of (t_k + interval * cost of the grants at or after t_k).
+// While `tat >= T`, a request admitted at t (tat + (cost - burst) * interval <= t) keeps
+// every closed interval [s, u] within burst + (u - s) / interval, and taking it keeps
+// `tat >= T`. Returning a grant g lowers T by at most its cost, and by nothing for the
+// grants after it; those are at most `latest - t_g` later, hence `give_back`'s bound.
 #include "core/rules.hpp"
 
 #include <algorithm>
@@ -12,9 +20,11 @@ namespace ratelimit::core {
 namespace {
 
 class TokenBucket final : public Rules {
-  // slots[0]: the theoretical arrival time.
+  // slots[0]: the theoretical arrival time. slots[1]: not before the latest grant still
+  // standing (only `give_back` reads it).
   static Nanos& tat(LimitState& state) { return state.slots[0]; }
   static Nanos tat(const LimitState& state) { return state.slots[0]; }
+  static Nanos& latest(LimitState& state) { return state.slots[1]; }
 
 public:
   Slot earliest(const Limit& limit, const LimitState& state, GrantLog&, Nanos now,
@@ -26,17 +36,21 @@ public:
   std::int64_t take(const Limit& limit, LimitState& state, GrantLog&, Nanos, Nanos at,
                     std::int64_t cost) const override {
     tat(state) = std::max(tat(state), at) + cost * limit.rate.emission_interval();
+    latest(state) = std::max(latest(state), at);
     return tat(state);
   }
 
-  void give_back(const Limit& limit, LimitState& state, GrantLog&, Nanos, std::int64_t cost,
-                 std::int64_t marker) const override {
-    // Later reservations were scheduled behind this one; only the part of its cost that
-    // they did not build on can be returned.
-    Nanos later = tat(state) - marker;
-    Nanos returned = cost * limit.rate.emission_interval() - later;
+  void give_back(const Limit& limit, LimitState& state, GrantLog&, Nanos at, std::int64_t cost,
+                 std::int64_t) const override {
+    // Grants after this one keep the part of its cost that lies within their distance
+    // from it (see the top of the file).
+    Nanos interval = limit.rate.emission_interval();
+    Nanos returned = cost * interval - std::max<Nanos>(0, latest(state) - at);
     if (returned > 0) {
       tat(state) -= returned;
+      // Every grant still standing ends (t + cost * interval) by the TAT: a tighter bound
+      // on the latest one, which lets the grants before it be returned too.
+      latest(state) = std::min(latest(state), tat(state) - interval);
     }
   }
 

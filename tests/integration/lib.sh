@@ -80,10 +80,12 @@ expect_one_line() {
 
 now_ms() { date +%s%3N; }
 
-# A JSON field's scalar value from a one-line object (numbers, booleans, simple strings).
+# A top-level JSON field's scalar value from a one-line object (numbers, booleans, simple
+# strings): the first occurrence, which precedes any nested "limits" array.
 json_field() {
   local json=$1 field=$2
-  printf '%s\n' "$json" | sed -n "s/.*\"$field\":\\(\"[^\"]*\"\\|[^,}]*\\).*/\\1/p" | head -n 1
+  printf '%s\n' "$json" | sed -n "s/^{\"$field\":\(\"[^\"]*\"\|[^,}]*\).*/\1/p;
+    s/^{[^[]*[,{]\"$field\":\(\"[^\"]*\"\|[^,}]*\).*/\1/p" | head -n 1
 }
 
 run_suite() {

@@ -112,7 +112,7 @@ test_eight_processes_never_over_admit() {
   for p in 1 2 3 4 5 6 7 8; do
     (
       while [ "$(now_ms)" -lt $deadline ]; do
-        rl try hot -r 20/s -b 5
+        rl try -q hot -r 20/s -b 5
         echo "$?" >>"statuses.$p"
       done
     ) &

@@ -1,0 +1,200 @@
+#include "cli/simulate_output.hpp"
+
+#include "cli/report.hpp"
+#include "util/json.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace ratelimit::cli {
+
+namespace {
+
+using core::Nanos;
+
+// Collects output and writes it in large pieces: a CSV of millions of rows stays fast and
+// never sits whole in memory.
+class Output {
+public:
+  explicit Output(std::FILE* out) : m_out(out) {}
+  ~Output() { flush(); }
+  Output(const Output&) = delete;
+  Output& operator=(const Output&) = delete;
+
+  template <typename... Args>
+  void print(fmt::format_string<Args...> format, Args&&... args) {
+    fmt::format_to(std::back_inserter(m_buffer), format, std::forward<Args>(args)...);
+    if (m_buffer.size() > (1 << 20)) {
+      flush();
+    }
+  }
+
+  void flush() {
+    std::fwrite(m_buffer.data(), 1, m_buffer.size(), m_out);
+    m_buffer.clear();
+    std::fflush(m_out);
+  }
+
+private:
+  std::FILE* m_out;
+  fmt::memory_buffer m_buffer;
+};
+
+// Milliseconds rounded to the microsecond, for people: `12.5`, `100`, `0.001`.
+std::string table_millis(Nanos duration) {
+  Nanos micros = (duration + core::k_nanos_per_micro / 2) / core::k_nanos_per_micro;
+  return json_millis(micros * core::k_nanos_per_micro);
+}
+
+// A bucket width (1, 2, 2.5 or 5 times a power of ten nanoseconds) in the unit that shows
+// it exactly: `250ms`, `25s`, `5us`.
+std::string format_width(Nanos width) {
+  if (width % core::k_nanos_per_milli != 0) {
+    return width % core::k_nanos_per_micro == 0
+               ? fmt::format("{}us", width / core::k_nanos_per_micro)
+               : fmt::format("{}ns", width);
+  }
+  if (width < core::k_nanos_per_second) {
+    return fmt::format("{}ms", width / core::k_nanos_per_milli);
+  }
+  return core::format_seconds(width);
+}
+
+std::int64_t series_max(const sim::Comparison& comparison) {
+  std::int64_t max = 0;
+  for (const sim::Run& run : comparison.runs) {
+    for (std::int64_t value : run.admissions) {
+      max = std::max(max, value);
+    }
+  }
+  return max;
+}
+
+std::string describe_limits(const sim::Settings& settings) {
+  std::string text = settings.limits.size() == 1 ? "limit " : "limits ";
+  for (std::size_t i = 0; i < settings.limits.size(); ++i) {
+    const core::Limit& limit = settings.limits[i];
+    text += (i > 0 ? ", " : "") + core::format_rate(limit.rate);
+    if (limit.burst != limit.rate.count) {
+      text += fmt::format(" (burst {})", limit.burst);
+    }
+  }
+  return text;
+}
+
+void print_table(Output& out, const SimulationReport& report) {
+  const sim::Comparison& comparison = *report.comparison;
+  const sim::Settings& settings = *report.settings;
+  bool wait = settings.mode == sim::Mode::wait;
+  std::int64_t total_cost = 0;
+  for (const sim::Arrival& arrival : report.arrivals) {
+    total_cost += arrival.cost;
+  }
+  std::string cost = total_cost == static_cast<std::int64_t>(report.arrivals.size())
+                         ? ""
+                         : fmt::format(" (cost {})", total_cost);
+  out.print("{}: {} arrivals{} in {}, {} mode, {}\n", report.source, report.arrivals.size(), cost,
+            core::format_seconds(report.span), sim::mode_name(settings.mode),
+            describe_limits(settings));
+
+  std::vector<std::string> headers = {"algorithm", "admitted", "denied", "peak_per_period"};
+  if (wait) {
+    headers.insert(headers.end(), {"max_wait_ms", "mean_wait_ms"});
+  }
+  headers.push_back("state_bytes");
+  std::vector<std::vector<std::string>> rows;
+  for (const sim::Run& run : comparison.runs) {
+    std::vector<std::string> row = {std::string(core::algorithm_name(run.algorithm)),
+                                    std::to_string(run.admitted), std::to_string(run.denied),
+                                    std::to_string(run.peak_per_period)};
+    if (wait) {
+      row.insert(row.end(), {table_millis(run.max_wait), table_millis(run.mean_wait)});
+    }
+    row.push_back(std::to_string(run.state_bytes));
+    rows.push_back(std::move(row));
+  }
+  std::vector<std::size_t> widths;
+  for (std::size_t column = 0; column < headers.size(); ++column) {
+    std::size_t width = headers[column].size();
+    for (const auto& row : rows) {
+      width = std::max(width, row[column].size());
+    }
+    widths.push_back(width);
+  }
+  auto print_row = [&](const std::vector<std::string>& cells, std::string_view last) {
+    out.print("{:<{}}", cells[0], widths[0]);
+    for (std::size_t column = 1; column < cells.size(); ++column) {
+      out.print("  {:>{}}", cells[column], widths[column]);
+    }
+    out.print("  {}\n", last);
+  };
+  print_row(headers, fmt::format("admissions per {}", format_width(comparison.bucket_width)));
+  std::int64_t max = series_max(comparison);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    print_row(rows[i], sim::sparkline(comparison.runs[i].admissions, max));
+  }
+  out.print("recommendation: {}: {}\n", core::algorithm_name(comparison.recommendation.algorithm),
+            comparison.recommendation.reason);
+}
+
+void print_csv(Output& out, const SimulationReport& report) {
+  out.print("algorithm,t_ms,cost,allowed,granted_at_ms\n");
+  for (const sim::Run& run : report.comparison->runs) {
+    std::string_view name = core::algorithm_name(run.algorithm);
+    for (std::size_t i = 0; i < report.arrivals.size(); ++i) {
+      const sim::Arrival& arrival = report.arrivals[i];
+      Nanos granted = run.granted_at[i];
+      if (granted == sim::k_denied) {
+        out.print("{},{},{},false,\n", name, json_millis(arrival.at), arrival.cost);
+      } else {
+        out.print("{},{},{},true,{}\n", name, json_millis(arrival.at), arrival.cost,
+                  json_millis(granted));
+      }
+    }
+  }
+}
+
+void print_json(Output& out, const SimulationReport& report) {
+  const sim::Comparison& comparison = *report.comparison;
+  std::int64_t max = series_max(comparison);
+  out.print("[");
+  for (std::size_t i = 0; i < comparison.runs.size(); ++i) {
+    const sim::Run& run = comparison.runs[i];
+    std::string admissions = fmt::format("[{}]", fmt::join(run.admissions, ","));
+    util::JsonObject object;
+    object.field("algorithm", core::algorithm_name(run.algorithm))
+        .field("mode", sim::mode_name(report.settings->mode))
+        .field("admitted", run.admitted)
+        .field("denied", run.denied)
+        .field("peak_per_period", run.peak_per_period)
+        .raw_field("max_wait_ms", json_millis(run.max_wait))
+        .raw_field("mean_wait_ms", json_millis(run.mean_wait))
+        .field("state_bytes", run.state_bytes)
+        .field("recommended", run.algorithm == comparison.recommendation.algorithm)
+        .raw_field("bucket_ms", json_millis(comparison.bucket_width))
+        .raw_field("admissions", admissions)
+        .field("sparkline", sim::sparkline(run.admissions, max));
+    out.print("{}\n{}", i > 0 ? "," : "", object.str());
+  }
+  out.print("\n]\n");
+}
+
+} // namespace
+
+void print_simulation(std::FILE* out, SimulateFormat format, const SimulationReport& report) {
+  Output output(out);
+  switch (format) {
+  case SimulateFormat::table:
+    print_table(output, report);
+    break;
+  case SimulateFormat::csv:
+    print_csv(output, report);
+    break;
+  case SimulateFormat::json:
+    print_json(output, report);
+    break;
+  }
+}
+
+} // namespace ratelimit::cli

@@ -1,0 +1,515 @@
+#!/usr/bin/env bash
+# The five algorithms and several limits on one key, through the real binary: concurrent
+# processes hammering one key obey each algorithm's bound, a key is bound to its algorithm,
+# bad combinations exit 2, an interrupted wait gives back, and --json reports each
+# algorithm's fields.
+. "$(dirname "$0")/lib.sh" "$@"
+
+PYTHON=/usr/bin/python3
+[ -x "$PYTHON" ] || PYTHON=python3
+
+ALGORITHMS="token-bucket leaky-bucket fixed-window sliding-window sliding-log"
+
+# The wall clock in microseconds, from bash itself (no process): the binary reads the same
+# CLOCK_REALTIME.
+now_us() {
+  local t=$EPOCHREALTIME
+  echo "${t/[.,]/}"
+}
+
+# Sleeps until at least `margin` seconds remain in the current window of `period` seconds
+# since the epoch, so that a test on a window algorithm does not straddle two windows.
+ensure_window_margin() {
+  local period=$1 margin=$2 now left
+  now=$(now_us)
+  left=$((period * 1000000 - now % (period * 1000000)))
+  if [ "$left" -lt $((margin * 1000000)) ]; then
+    sleep "$(printf '%d.%06d' $((left / 1000000)) $((left % 1000000)))"
+    sleep 0.2
+  fi
+}
+
+# Whether VALUE is within [LOW, HIGH].
+in_range() { [ "$1" -ge "$2" ] && [ "$1" -le "$3" ]; }
+
+# Succeeds when COMMAND fails.
+fails() { ! "$@"; }
+
+# A top-level field of a decision's JSON, not one of its "limits" array.
+top_field() { json_field "${1%%,\"limits\":*}" "$2"; }
+
+# --- 8 processes hammering one key --------------------------------------------------
+
+# hammer_worker ID DEADLINE_US ARGS...: until the deadline, tries, waits and runs on key
+# "hammer" with ARGS; writes one line per outcome to grants.ID:
+#   granted LO_US HI_US COST    the grant's time lies in [LO, HI]
+#   limited                     exit 1
+#   error STATUS                anything else
+# LO is taken before the process starts and HI after it exits (for run, when the command
+# itself ran): a grant recorded late can only widen its interval, never hide it.
+hammer_worker() {
+  local id=$1 deadline=$2
+  shift 2
+  local n=0 lo hi out status cost kind
+  while :; do
+    lo=${EPOCHREALTIME/[.,]/}
+    [ "$lo" -ge "$deadline" ] && break
+    cost=1
+    [ $((n % 5)) = 4 ] && cost=2
+    case $((n % 3)) in
+    0)
+      kind=try
+      out=$("$RATELIMIT" try hammer "$@" -c $cost -q --json 2>>"$TEST_DIR/errors.$id")
+      status=$?
+      ;;
+    1)
+      kind=wait
+      out=$("$RATELIMIT" wait hammer "$@" -c $cost -t 500ms -q --json 2>>"$TEST_DIR/errors.$id")
+      status=$?
+      ;;
+    2)
+      kind=run
+      out=$("$RATELIMIT" run hammer "$@" -c $cost -t 500ms -q -- date +%s%6N \
+        2>>"$TEST_DIR/errors.$id")
+      status=$?
+      ;;
+    esac
+    hi=${EPOCHREALTIME/[.,]/}
+    case $status in
+    0)
+      [ $kind = run ] && hi=$out
+      echo "granted $lo $hi $cost $kind"
+      ;;
+    1) echo limited ;;
+    *) echo "error $status $kind" ;;
+    esac
+    n=$((n + 1))
+  done >"$TEST_DIR/grants.$id"
+}
+
+# The bounds, checked on the grants' intervals. A violation is reported only when it is
+# certain whatever the true times inside the intervals: every interval counted must lie
+# entirely inside the window judged, and the bound is the algorithm's at its loosest.
+#   check_bounds ALGORITHM N/PERIOD_MS/BURST... < "LO HI COST" lines (microseconds)
+CHECKER=$(
+  cat <<'EOF'
+import sys
+
+algorithm = sys.argv[1]
+limits = [tuple(int(x) for x in spec.split("/")) for spec in sys.argv[2:]]
+SLACK = 1000  # us: clocks read by different processes, rounding to microseconds
+grants = []
+for line in sys.stdin:
+    lo, hi, cost = (int(x) for x in line.split())
+    grants.append((lo - SLACK, hi + SLACK, cost))
+grants.sort()
+problems = []
+peak = (0, 1, "")  # the judged window closest to its bound: total, bound, limit
+
+def judge(name, total, allowed, where):
+    global peak
+    if total > allowed + 1e-9:
+        problems.append(f"{name}: {total} {where}, at most {allowed:g}")
+    elif total / allowed > peak[0] / peak[1]:
+        peak = (total, allowed, name)
+
+def inside_from(i, end):
+    """Costs of the grants from the i-th (by start) whose interval ends before `end`."""
+    total = 0
+    for lo, hi, cost in grants[i:]:
+        if lo >= end:
+            break
+        if hi < end:
+            total += cost
+    return total
+
+for count, period_ms, burst in limits:
+    period = period_ms * 1000
+    interval = period / count  # the emission interval is this, rounded up: looser here
+    name = f"{count}/{period_ms}ms"
+    if algorithm == "sliding-log":
+        # Intervals all inside [s, s + PERIOD) are inside one window (t - PERIOD, t].
+        for i, (lo, _, _) in enumerate(grants):
+            judge(name, inside_from(i, lo + period), count, f"within one period from {lo}")
+    elif algorithm in ("fixed-window", "sliding-window"):
+        windows = {}
+        for lo, hi, cost in grants:
+            if lo // period == hi // period:
+                windows[lo // period] = windows.get(lo // period, 0) + cost
+        for window, total in windows.items():
+            judge(name, total, count, f"in the window at {window * period}")
+    else:
+        # In [s, u]: a token bucket grants at most burst + (u - s) / interval; a leaky
+        # bucket at most (u - s) / interval plus the cost of the last grant.
+        largest = max((cost for _, _, cost in grants), default=0)
+        for i, (start, _, _) in enumerate(grants):
+            ends = sorted((hi, cost) for lo, hi, cost in grants[i:] if lo < start + 4 * period)
+            total = 0
+            for end, cost in ends:
+                total += cost
+                allowed = (end - start) / interval
+                allowed += burst if algorithm == "token-bucket" else largest
+                judge(name, total, allowed, f"in [{start}, {end}]")
+if problems:
+    print("; ".join(problems[:3]))
+    sys.exit(1)
+print(f"closest to a bound: {peak[0]} of {peak[1]:.3g} ({peak[2]})")
+EOF
+)
+
+# hammer ALGORITHM SECONDS LIMIT_SPECS RATELIMIT_ARGS...: runs 8 workers, checks every
+# outcome was a grant or a refusal, that the key was saturated, and the bounds.
+# LIMIT_SPECS: "N/PERIOD_MS/BURST ..." for the checker.
+hammer() {
+  local algorithm=$1 seconds=$2 specs=$3
+  shift 3
+  local deadline started i
+  started=$(now_us)
+  deadline=$((started + seconds * 1000000))
+  for i in 1 2 3 4 5 6 7 8; do
+    hammer_worker $i $deadline -a "$algorithm" "$@" &
+  done
+  wait
+  local elapsed=$(($(now_us) - started))
+  cat "$TEST_DIR"/grants.* >"$TEST_DIR/outcomes"
+  local granted limited errors
+  granted=$(grep -c '^granted' "$TEST_DIR/outcomes")
+  limited=$(grep -c '^limited' "$TEST_DIR/outcomes")
+  errors=$(grep -c '^error' "$TEST_DIR/outcomes")
+  echo "    $algorithm: $granted granted, $limited limited in $((elapsed / 1000)) ms" \
+    "($(grep -c 'granted.*wait$' "$TEST_DIR/outcomes") by wait," \
+    "$(grep -c 'granted.*run$' "$TEST_DIR/outcomes") by run)"
+  expect_eq 0 "$errors" "outcomes other than granted or limited" || return 1
+  expect_eq "" "$(cat "$TEST_DIR"/errors.*)" "stderr of the workers" || return 1
+  # Saturated: refusals, and at least 40 % of what the tightest limit allows in the run.
+  expect_true "the key was never limited" [ "$limited" -gt 0 ]
+  local count period_ms least=""
+  for spec in $specs; do
+    IFS=/ read -r count period_ms _ <<<"$spec"
+    local floor=$((count * seconds * 1000 * 4 / 10 / period_ms))
+    if [ -z "$least" ] || [ "$floor" -lt "$least" ]; then
+      least=$floor
+    fi
+  done
+  local units
+  units=$(awk '$1 == "granted" { sum += $4 } END { print sum + 0 }' "$TEST_DIR/outcomes")
+  expect_true "only $units units granted, expected at least $least" [ "$units" -ge "$least" ]
+  # Both paths ran: grants made at once and grants that slept until their slot.
+  expect_true "no grant by try" grep -q "granted.* try\$" "$TEST_DIR/outcomes"
+  expect_true "no grant by wait or run" grep -qE "granted.* (wait|run)\$" "$TEST_DIR/outcomes"
+  local report
+  # shellcheck disable=SC2086
+  report=$(awk '$1 == "granted" { print $2, $3, $4 }' "$TEST_DIR/outcomes" |
+    "$PYTHON" -c "$CHECKER" "$algorithm" $specs)
+  local status=$?
+  if [ $status != 0 ]; then
+    fail "$algorithm over-admitted: $report"
+  else
+    echo "    $report"
+  fi
+}
+
+# Rates of a few per second: even a loaded machine, where a decision can take a tenth of a
+# second, saturates them, and periods of seconds hold the intervals of many grants.
+test_hammer_token_bucket() {
+  hammer token-bucket 4 "6/2000/3" -r 6/2s -b 3
+}
+
+test_hammer_leaky_bucket() {
+  hammer leaky-bucket 4 "4/2000/2" -r 4/2s -b 2
+}
+
+test_hammer_fixed_window() {
+  hammer fixed-window 4 "6/2000/6" -r 6/2s
+}
+
+test_hammer_sliding_window() {
+  hammer sliding-window 4 "6/2000/6" -r 6/2s
+}
+
+test_hammer_sliding_log() {
+  hammer sliding-log 4 "6/2000/6 9/5000/9" -r 6/2s -r 9/5s
+}
+
+# The checker must see over-admission: the bounds fail on a grant too many.
+test_hammer_checker_catches_over_admission() {
+  local base=1700000000100000 # 0.1 s into a second
+  check() { "$PYTHON" -c "$CHECKER" "$@" >/dev/null; }
+  # 3 grants within 0.8 s under 2/s.
+  printf '%s\n' "$base $((base + 10)) 1" "$((base + 400000)) $((base + 400010)) 1" \
+    "$((base + 800000)) $((base + 800010)) 1" >lines
+  expect_true "sliding-log 2/s accepted 3 in a second" fails check sliding-log 2/1000/2 <lines
+  expect_true "token-bucket 2/s burst 1 accepted 3 in a second" \
+    fails check token-bucket 2/1000/1 <lines
+  expect_true "leaky-bucket 2/s accepted 3 in a second" \
+    fails check leaky-bucket 2/1000/2 <lines
+  expect_true "fixed-window 2/s accepted 3 in one window" \
+    fails check fixed-window 2/1000/2 <lines
+  expect_true "sliding-window 2/s accepted 3 in one window" \
+    fails check sliding-window 2/1000/2 <lines
+  expect_true "sliding-log 3/s refused 3 in a second" check sliding-log 3/1000/3 <lines
+  # Intervals too wide to be sure of anything are not counted.
+  printf '%s\n' "$base $((base + 1000000)) 1" "$base $((base + 1000000)) 1" \
+    "$base $((base + 1000000)) 1" >wide
+  expect_true "uncertain grants were judged" check sliding-log 2/1000/2 <wide
+}
+
+# --- a key is bound to its algorithm; bad combinations ------------------------------------
+
+test_key_is_bound_to_its_algorithm() {
+  local first other
+  for first in $ALGORITHMS; do
+    expect_status 0 rl try "key-$first" -r 5/s -a "$first" || continue
+    for other in $ALGORITHMS; do
+      [ "$other" = "$first" ] && continue
+      expect_status 2 rl try "key-$first" -r 5/s -a "$other" || continue
+      expect_one_line
+      expect_contains "$ERR" "ratelimit: key \"key-$first\" is limited by $first, not $other" \
+        "stderr"
+      expect_contains "$ERR" "ratelimit reset key-$first" "stderr"
+    done
+    # wait and run refuse it the same way, before sleeping or running anything.
+    other=token-bucket
+    [ "$first" = token-bucket ] && other=sliding-log
+    expect_status 2 rl wait "key-$first" -r 5/s -a "$other" -t 1s
+    expect_contains "$ERR" "ratelimit reset key-$first" "stderr"
+    expect_status 2 rl run "key-$first" -r 5/s -a "$other" -- touch ran
+    expect_contains "$ERR" "ratelimit reset key-$first" "stderr"
+    expect_true "run ran its command on a key of another algorithm" [ ! -e ran ]
+    # The key still works with its own algorithm.
+    expect_status 0 rl try "key-$first" -r 5/s -a "$first"
+  done
+}
+
+test_burst_with_a_window_algorithm_exits_2() {
+  local algorithm
+  for algorithm in fixed-window sliding-window sliding-log; do
+    for command in try wait; do
+      expect_status 2 rl "$command" k -r 5/s -a "$algorithm" -b 3 || continue
+      expect_one_line
+      expect_contains "$ERR" "--burst does not apply to $algorithm" "stderr"
+    done
+    expect_status 2 rl run k -r 5/s -a "$algorithm" --burst 3 -- true
+  done
+  expect_status 0 rl try tb -r 5/s -a token-bucket -b 3
+  expect_status 0 rl try lb -r 5/s -a leaky-bucket -b 3
+}
+
+test_cost_above_what_a_limit_holds_exits_2() {
+  local algorithm
+  for algorithm in $ALGORITHMS; do
+    expect_status 2 rl try "c-$algorithm" -r 5/s -a "$algorithm" -c 6 || continue
+    expect_one_line
+    expect_contains "$ERR" "cost 6 can never be granted: $algorithm 5/s holds at most 5" "stderr"
+    expect_status 2 rl wait "c-$algorithm" -r 5/s -r 3/min -a "$algorithm" -c 4
+    expect_contains "$ERR" "3/min holds at most 3" "stderr"
+    expect_status 0 rl try "c-$algorithm" -r 5/s -a "$algorithm" -c 5
+  done
+  # The buckets hold their burst, whatever N is.
+  expect_status 0 rl try big -r 5/s -a token-bucket -b 8 -c 8
+  expect_status 2 rl try small -r 5/s -a token-bucket -b 2 -c 3
+  expect_contains "$ERR" "holds at most 2" "stderr"
+  expect_status 2 rl try queue -r 5/s -a leaky-bucket -b 2 -c 3
+  expect_contains "$ERR" "holds at most 2" "stderr"
+}
+
+# --- behaviour that only concurrency shows --------------------------------------------
+
+test_leaky_bucket_five_tries_at_once_admit_one() {
+  # 5/10s: one output slot every 2 s, so five processes started together all fall within
+  # the first slot even on a loaded machine; a token bucket grants all five.
+  local algorithm expected i granted
+  for algorithm in leaky-bucket token-bucket; do
+    for i in 1 2 3 4 5; do
+      "$RATELIMIT" try "once-$algorithm" -r 5/10s -a "$algorithm" -q &
+    done
+    granted=0
+    for i in 1 2 3 4 5; do
+      wait -n && granted=$((granted + 1))
+    done
+    expected=1
+    [ "$algorithm" = token-bucket ] && expected=5
+    expect_eq "$expected" "$granted" "$algorithm: tries granted of 5 at once on 5/10s"
+  done
+}
+
+# --- several limits -----------------------------------------------------------------------
+
+test_several_limits_name_the_binding_limit() {
+  # Token bucket, 5/s and 20/min: cost 5 empties the per-second bucket.
+  expect_status 0 rl try multi -r 5/s -r 20/min -c 5 --json || return
+  expect_eq 5 "$(top_field "$OUT" limit)" "binding limit after the grant"
+  expect_eq 1000 "$(top_field "$OUT" period_ms)" "binding period"
+  expect_eq 0 "$(top_field "$OUT" remaining)" "remaining"
+  expect_contains "$OUT" '"limits":[{"limit":5,"period_ms":1000,"burst":5,"binding":true,' \
+    "limits"
+  expect_contains "$OUT" '{"limit":20,"period_ms":60000,"burst":20,"binding":false,"remaining":15,'
+  expect_status 1 rl try multi -r 5/s -r 20/min -c 5 --json
+  expect_eq false "$(top_field "$OUT" allowed)" "allowed"
+  expect_eq 5 "$(top_field "$OUT" limit)" "binding limit when the second is refused"
+  expect_contains "$ERR" "(token-bucket 5/s, burst 5)" "denial line"
+  # With bursts of 20 the per-second bucket holds 20 too: now the per-minute limit binds.
+  expect_status 0 rl try multi2 -r 5/s -r 20/min -b 20 -c 20 --json
+  expect_status 1 rl try multi2 -r 5/s -r 20/min -b 20 -c 5 --json || return
+  expect_eq 20 "$(top_field "$OUT" limit)" "binding limit"
+  expect_eq 60000 "$(top_field "$OUT" period_ms)" "binding period"
+  local retry
+  retry=$(top_field "$OUT" retry_after_ms)
+  # Five tokens of 20/min take 15 s; of 5/s, 1 s.
+  expect_true "retry_after_ms $retry, expected about 15000" in_range "$retry" 14000 15000
+  expect_contains "$OUT" '"binding":false,"remaining":0,"retry_after_ms":' "limits"
+  expect_contains "$ERR" "(token-bucket 20/min, burst 20)" "denial line"
+}
+
+test_several_limits_wait_sleeps_until_all_admit() {
+  # Sliding log, 2/500ms and 3/2s. Two grants fill the first; a wait then takes the third
+  # of 3/2s when 2/500ms admits (about 0.5 s); the next wait needs both and 3/2s binds
+  # until the first grant is 2 s old.
+  local started elapsed waited
+  started=$(now_us)
+  expect_status 0 rl try both -a sliding-log -r 2/500ms -r 3/2s
+  expect_status 0 rl try both -a sliding-log -r 2/500ms -r 3/2s
+  expect_status 1 rl try both -a sliding-log -r 2/500ms -r 3/2s --json
+  expect_eq 2 "$(top_field "$OUT" limit)" "binding limit while the first is full"
+  expect_status 0 rl wait both -a sliding-log -r 2/500ms -r 3/2s --json || return
+  expect_eq 2 "$(top_field "$OUT" limit)" "binding limit of the first wait"
+  waited=$(top_field "$OUT" waited_ms)
+  expect_true "first wait slept $waited ms, expected up to 500" [ "$waited" -le 510 ]
+  expect_status 0 rl wait both -a sliding-log -r 2/500ms -r 3/2s --json || return
+  elapsed=$((($(now_us) - started) / 1000))
+  expect_eq 3 "$(top_field "$OUT" limit)" "binding limit of the second wait"
+  expect_eq 2000 "$(top_field "$OUT" period_ms)" "binding period of the second wait"
+  expect_true "the second wait returned after $elapsed ms, before the 3/2s limit admitted" \
+    [ "$elapsed" -ge 2000 ]
+}
+
+# --- an interrupted wait gives back ------------------------------------------------------
+
+# retry_after_ms of a try on KEY with ARGS (which is refused).
+retry_of() {
+  local out
+  out=$("$RATELIMIT" try "$@" -q --json)
+  json_field "$out" retry_after_ms
+}
+
+test_interrupted_wait_gives_back_for_every_algorithm() {
+  local algorithm args before reserved after pid status i
+  for algorithm in $ALGORITHMS; do
+    args=(-a "$algorithm" -r 1/min)
+    # Window algorithms: stay inside one minute for the few seconds this takes.
+    case $algorithm in
+    fixed-window | sliding-window) ensure_window_margin 60 8 ;;
+    esac
+    expect_status 0 rl try "int-$algorithm" "${args[@]}" || continue
+    before=$(retry_of "int-$algorithm" "${args[@]}")
+    "$RATELIMIT" wait "int-$algorithm" "${args[@]}" -q &
+    pid=$!
+    # Until the waiter has reserved: the next slot moves a period or more further away.
+    reserved=$before
+    for i in $(seq 100); do
+      reserved=$(retry_of "int-$algorithm" "${args[@]}")
+      [ "$reserved" -gt $((before + 30000)) ] && break
+      sleep 0.05
+    done
+    if [ "$reserved" -le $((before + 30000)) ]; then
+      fail "$algorithm: the waiter never reserved (retry $before, then $reserved ms)"
+      kill "$pid"
+      continue
+    fi
+    kill -TERM "$pid"
+    wait "$pid"
+    status=$?
+    expect_eq 143 "$status" "$algorithm: exit status of the interrupted wait"
+    after=$(retry_of "int-$algorithm" "${args[@]}")
+    expect_true "$algorithm: the reservation was not given back (retry $before ms before \
+the waiter, $reserved with it, $after after it)" [ "$after" -le "$before" ]
+  done
+}
+
+# --- --json for every algorithm ------------------------------------------------------------
+
+# The bounds of ceil((window_end - decision) / 1 ms) for a decision made between LO and HI
+# (microseconds), for windows of PERIOD_MS aligned to the epoch, plus EXTRA_MS; empty when
+# LO and HI fall in different windows.
+window_reset_range() {
+  local lo=$1 hi=$2 period_ms=$3 extra=$4
+  local period=$((period_ms * 1000))
+  [ $((lo / period)) = $((hi / period)) ] || return 0
+  local end=$(((lo / period + 1) * period))
+  echo "$((((end - hi) + 999) / 1000 + extra)) $((((end - lo) + 999) / 1000 + extra))"
+}
+
+test_json_fields_for_every_algorithm() {
+  local algorithm lo hi range low high out remaining reset attempt field
+  for algorithm in $ALGORITHMS; do
+    for attempt in 1 2 3; do
+      lo=${EPOCHREALTIME/[.,]/}
+      expect_status 0 rl try "json-$algorithm-$attempt" -a "$algorithm" -r 3/s --json || break
+      hi=${EPOCHREALTIME/[.,]/}
+      for field in key allowed algorithm limit period_ms burst cost remaining retry_after_ms \
+        reset_after_ms; do
+        expect_contains "$OUT" "\"$field\":" "JSON of $algorithm"
+      done
+      expect_eq "\"json-$algorithm-$attempt\"" "$(json_field "$OUT" key)" "key"
+      expect_eq "\"$algorithm\"" "$(json_field "$OUT" algorithm)" "algorithm"
+      expect_eq true "$(json_field "$OUT" allowed)" "allowed"
+      expect_eq 3 "$(json_field "$OUT" limit)" "limit"
+      expect_eq 1000 "$(json_field "$OUT" period_ms)" "period_ms"
+      expect_eq 3 "$(json_field "$OUT" burst)" "burst"
+      expect_eq 1 "$(json_field "$OUT" cost)" "cost"
+      expect_eq 0 "$(json_field "$OUT" retry_after_ms)" "$algorithm retry_after_ms"
+      remaining=$(json_field "$OUT" remaining)
+      reset=$(json_field "$OUT" reset_after_ms)
+      case $algorithm in
+      token-bucket)
+        # Full again one interval later: 333.333334 ms, rounded up.
+        expect_eq 2 "$remaining" "$algorithm remaining"
+        expect_eq 334 "$reset" "$algorithm reset_after_ms (until full)"
+        ;;
+      leaky-bucket)
+        # The queue is empty once the grant has left: the room in it is whole.
+        expect_eq 3 "$remaining" "$algorithm remaining (room in the queue)"
+        expect_eq 334 "$reset" "$algorithm reset_after_ms (until drained)"
+        ;;
+      sliding-log)
+        expect_eq 2 "$remaining" "$algorithm remaining"
+        expect_eq 1000 "$reset" "$algorithm reset_after_ms (until the entry expires)"
+        ;;
+      fixed-window | sliding-window)
+        expect_eq 2 "$remaining" "$algorithm remaining"
+        # Until the window ends; the sliding window's count weighs one window more.
+        local extra=0
+        [ $algorithm = sliding-window ] && extra=1000
+        range=$(window_reset_range "$lo" "$hi" 1000 $extra)
+        [ -z "$range" ] && continue # straddled a second: try again
+        read -r low high <<<"$range"
+        expect_true "$algorithm reset_after_ms $reset not within [$low, $high]" \
+          in_range "$reset" "$low" "$high"
+        ;;
+      esac
+      break
+    done
+    # Refused (3/10s, so that a loaded machine cannot refill it between tries): a retry
+    # after the slot, rounded up to at least 1 ms.
+    local limit_retry=3334 left=0
+    case $algorithm in
+    fixed-window | sliding-log) limit_retry=10000 ;;
+    sliding-window) limit_retry=20000 ;;
+    leaky-bucket) left=3 ;; # the queue is empty, only tries came
+    esac
+    for attempt in 1 2 3 4 5; do
+      out=$("$RATELIMIT" try "json-$algorithm-full" -a "$algorithm" -r 3/10s --json -q) || break
+    done
+    expect_eq false "$(json_field "$out" allowed)" "$algorithm allowed when full"
+    expect_eq $left "$(json_field "$out" remaining)" "$algorithm remaining when refused"
+    local retry
+    retry=$(json_field "$out" retry_after_ms)
+    expect_true "$algorithm retry_after_ms $retry not in [1, $limit_retry]" \
+      in_range "$retry" 1 $limit_retry
+    reset=$(json_field "$out" reset_after_ms)
+    expect_true "$algorithm reset_after_ms $reset not in [$retry, 20000]" \
+      in_range "$reset" "$retry" 20000
+  done
+}
+
+run_suite

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# `cmake --install` lays the binary, the man page and the three completions where each
+# tool looks for them.
+. "$(dirname "$0")/lib.sh"
+
+BUILD_DIR=$(cd "${2:-$(dirname "$RATELIMIT")}" && pwd)
+SOURCE_DIR=$(cd "${3:-$SUITE_DIR/../..}" && pwd)
+
+install_to_prefix() {
+  PREFIX=$TEST_DIR/prefix
+  expect_status 0 cmake --install "$BUILD_DIR" --prefix "$PREFIX"
+}
+
+test_install_lays_every_file() {
+  install_to_prefix || return
+  local installed source
+  while read -r installed source; do
+    if [ ! -f "$PREFIX/$installed" ]; then
+      fail "not installed: $installed"
+    elif ! cmp -s "$PREFIX/$installed" "$SOURCE_DIR/$source"; then
+      fail "$installed differs from $source"
+    fi
+  done <<'FILES'
+share/man/man1/ratelimit.1 man/ratelimit.1
+share/bash-completion/completions/ratelimit completions/ratelimit.bash
+share/zsh/site-functions/_ratelimit completions/_ratelimit
+share/fish/vendor_completions.d/ratelimit.fish completions/ratelimit.fish
+FILES
+  expect_status 0 "$PREFIX/bin/ratelimit" --version
+  expect_contains "$OUT" "ratelimit "
+}
+
+test_each_tool_finds_the_installed_files() {
+  install_to_prefix || return
+  # The shells look for completions of the commands on $PATH.
+  export PATH=$PREFIX/bin:$PATH
+  # bash-completion loads completions on demand from $XDG_DATA_DIRS.
+  expect_status 0 env XDG_DATA_DIRS="$PREFIX/share" bash --norc --noprofile -c \
+    '. /usr/share/bash-completion/bash_completion && { _completion_loader ratelimit || :; } &&
+     complete -p ratelimit'
+  expect_contains "$OUT" "-F _ratelimit" "bash completion"
+  # fish reads vendor completions from $XDG_DATA_DIRS too.
+  expect_status 0 env XDG_DATA_DIRS="$PREFIX/share" HOME="$TEST_DIR" \
+    XDG_CONFIG_HOME="$TEST_DIR/.config" fish -c 'complete -C "ratelimit try k -a sliding-l"'
+  expect_contains "$OUT" "sliding-log" "fish completion"
+  # zsh: the site-functions directory on $fpath.
+  OUT=$(timeout 60 zsh -f "$SUITE_DIR/complete.zsh" "$PREFIX/share/zsh/site-functions" \
+    "ratelimit try k -a sliding-l")
+  expect_eq "sliding-log" "$(sed '$d' <<<"$OUT")" "zsh completion"
+  # man: the man1 directory under $MANPATH.
+  if command -v man >/dev/null; then
+    expect_status 0 env MANPATH="$PREFIX/share/man" man -w ratelimit
+    expect_eq "$PREFIX/share/man/man1/ratelimit.1" "$OUT" "man -w"
+  fi
+}
+
+run_suite
