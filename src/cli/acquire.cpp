@@ -4,7 +4,10 @@
 #include "cli/report.hpp"
 #include "cli/usage_error.hpp"
 #include "util/clock.hpp"
+#include "util/json.hpp"
 
+#include <cstdio>
+#include <fmt/format.h>
 #include <limits>
 
 namespace ratelimit::cli {
@@ -37,11 +40,58 @@ Acquired acquire(store::Store& store, util::InterruptSignals& signals, const Glo
       sleep_with_countdown(signals, acquired.decision.wait, request.key, global.quiet);
   acquired.waited = util::monotonic_nanos() - started;
   if (acquired.signal != 0) {
-    store.give_back(request.key, request.algorithm, request.limits, acquired.decision.grant);
+    try {
+      store.give_back(request.key, request.algorithm, request.limits, acquired.decision.grant);
+    } catch (const store::StoreError& error) {
+      // The slot stays taken: conservative, it never over-admits.
+      if (!fail_open(global, error)) {
+        throw;
+      }
+    }
     return acquired;
   }
   report(global, request, acquired.decision,
          reserve ? std::optional<core::Nanos>(acquired.waited) : std::nullopt);
+  return acquired;
+}
+
+bool fail_open(const GlobalOptions& global, const store::StoreError& error) {
+  if (global.on_store_error != "allow") {
+    return false;
+  }
+  std::string message = error.what();
+  for (char& c : message) {
+    if (c == '\n') {
+      c = ' ';
+    }
+  }
+  fmt::print(stderr,
+             "ratelimit: warning: {}; going on without the store (--on-store-error=allow)\n",
+             message);
+  return true;
+}
+
+Acquired acquire_from_store(const GlobalOptions& global, util::InterruptSignals& signals,
+                            const LimitedRequest& request, bool reserve, core::Nanos max_wait) {
+  std::string failure;
+  try {
+    auto store = open_store(global);
+    return acquire(*store, signals, global, request, reserve, max_wait);
+  } catch (const store::StoreError& error) {
+    if (!fail_open(global, error)) {
+      throw;
+    }
+    failure = error.what();
+  }
+  Acquired acquired;
+  acquired.decision.allowed = true;
+  acquired.failed_open = true;
+  if (global.json) {
+    util::JsonObject object;
+    object.field("key", request.key).field("allowed", true).field("store_error", failure);
+    fmt::print("{}\n", object.str());
+    std::fflush(stdout);
+  }
   return acquired;
 }
 

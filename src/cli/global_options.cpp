@@ -15,6 +15,17 @@ void add_global_options(CLI::App& app, GlobalOptions& options) {
       ->option_text("PATH");
   app.add_flag("--json", options.json, "Print one JSON object per decision on stdout");
   app.add_flag("-q,--quiet", options.quiet, "Print nothing on a denial");
+  app.add_option("--on-store-error", options.on_store_error,
+                 "When the store fails: deny (default; exit 3) or allow (grant, with a "
+                 "warning on stderr)")
+      ->option_text("deny|allow")
+      ->check(CLI::Validator(
+          [](const std::string& value) {
+            return value == "deny" || value == "allow"
+                       ? std::string()
+                       : "invalid value \"" + value.substr(0, 64) + "\": expected deny or allow";
+          },
+          "deny|allow"));
   app.add_option("-E,--limited-exit-code", options.limited_exit_code,
                  "Exit status when limited (default 1)")
       ->option_text("N")

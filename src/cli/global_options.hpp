@@ -18,6 +18,8 @@ struct GlobalOptions {
   std::string db;
   bool json = false;
   bool quiet = false;
+  // --on-store-error: "deny" (exit 3) or "allow" (grant with a warning).
+  std::string on_store_error = "deny";
   int limited_exit_code = 1;
   std::string lock_timeout = "10s";
   std::string store;                       // --store URL; empty: $RATELIMIT_STORE, else --db

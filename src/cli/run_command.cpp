@@ -42,15 +42,14 @@ int run_run(const RunOptions& options, const GlobalOptions& global) {
   }
   core::Nanos max_wait = parse_timeout(options.timeout);
   util::InterruptSignals signals;
-  auto store = open_store(global);
-  Acquired acquired = acquire(*store, signals, global, request, !options.no_wait, max_wait);
+  // The store is closed again before the command runs.
+  Acquired acquired = acquire_from_store(global, signals, request, !options.no_wait, max_wait);
   if (acquired.signal != 0) {
     return 128 + acquired.signal;
   }
   if (!acquired.decision.allowed) {
     return global.limited_exit_code;
   }
-  store.reset(); // close the database before the command runs
   signals.restore();
   return execute(options.command);
 }

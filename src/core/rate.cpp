@@ -214,7 +214,14 @@ std::string format_rate(const Rate& rate) {
     }
     return fmt::format("{}/{}ms", rate.count, ms);
   }
-  return fmt::format("{}/{}", rate.count, format_seconds(rate.period));
+  // Not a whole millisecond: the exact seconds, down to the nanosecond (format_seconds
+  // would round).
+  std::string seconds =
+      fmt::format("{}.{:09}", rate.period / k_nanos_per_second, rate.period % k_nanos_per_second);
+  while (seconds.back() == '0') {
+    seconds.pop_back();
+  }
+  return fmt::format("{}/{}s", rate.count, seconds);
 }
 
 std::string format_seconds(Nanos duration) {

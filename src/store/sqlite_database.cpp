@@ -1,6 +1,8 @@
 #include "store/sqlite_database.hpp"
 
+#include "store/sqlite_error.hpp"
 #include "store/store.hpp"
+#include "util/errno_text.hpp"
 #include "util/file_lock.hpp"
 #include "util/paths.hpp"
 
@@ -10,7 +12,6 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 namespace ratelimit::store {
@@ -61,12 +62,13 @@ SqliteDatabase::SqliteDatabase(std::string path, core::Nanos lock_timeout)
     m_fd = ::open(m_path.c_str(), O_RDWR | O_CLOEXEC);
   }
   if (m_fd < 0) {
-    throw StoreError(fmt::format("cannot open database \"{}\": {}", m_path, std::strerror(errno)));
+    throw StoreError(
+        fmt::format("cannot open database \"{}\": {}", m_path, util::describe_errno(errno)));
   }
   check_identity();
   int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE;
-  if (sqlite3_open_v2(m_path.c_str(), &m_db, flags, nullptr) != SQLITE_OK) {
-    fail("cannot open the database");
+  if (int rc = sqlite3_open_v2(m_path.c_str(), &m_db, flags, nullptr); rc != SQLITE_OK) {
+    fail("cannot open the database", rc);
   }
   // Writers queue on the flock; SQLite's own busy handler covers readers and checkpoints.
   sqlite3_busy_timeout(m_db, static_cast<int>(std::min<core::Nanos>(
@@ -97,28 +99,33 @@ void SqliteDatabase::create() {
   // Built aside and linked into place, so that no process ever sees a half-made file and
   // two first callers cannot both create one; link() never replaces an existing file.
   std::string scratch = fmt::format("{}.new-{}", m_path, ::getpid());
-  ::unlink(scratch.c_str());
+  auto remove_scratch = [&] {
+    // With its journals: a failed schema write (a full disk) may leave them behind.
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
+      ::unlink((scratch + suffix).c_str());
+    }
+  };
+  remove_scratch();
   sqlite3* db = nullptr;
   int rc = sqlite3_open_v2(scratch.c_str(), &db,
                            SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                            nullptr);
-  char* error = nullptr;
   if (rc == SQLITE_OK) {
-    rc = sqlite3_exec(db, k_schema, nullptr, nullptr, &error);
+    rc = sqlite3_exec(db, k_schema, nullptr, nullptr, nullptr);
   }
-  std::string message = rc == SQLITE_OK ? "" : (error ? error : sqlite3_errstr(rc));
-  sqlite3_free(error);
+  std::string message = rc == SQLITE_OK ? "" : sqlite_failure_reason(db, rc, m_path);
   sqlite3_close_v2(db);
   if (rc != SQLITE_OK) {
-    ::unlink(scratch.c_str());
+    remove_scratch();
     throw StoreError(fmt::format("cannot create database \"{}\": {}", m_path, message));
   }
   if (::link(scratch.c_str(), m_path.c_str()) != 0 && errno != EEXIST) {
     int saved = errno;
-    ::unlink(scratch.c_str());
-    throw StoreError(fmt::format("cannot create database \"{}\": {}", m_path, std::strerror(saved)));
+    remove_scratch();
+    throw StoreError(
+        fmt::format("cannot create database \"{}\": {}", m_path, util::describe_errno(saved)));
   }
-  ::unlink(scratch.c_str());
+  remove_scratch();
 }
 
 void SqliteDatabase::check_identity() {
@@ -131,7 +138,8 @@ void SqliteDatabase::check_identity() {
                                  m_path, why));
   };
   if (got < 0) {
-    throw StoreError(fmt::format("cannot read database \"{}\": {}", m_path, std::strerror(errno)));
+    throw StoreError(
+        fmt::format("cannot read database \"{}\": {}", m_path, util::describe_errno(errno)));
   }
   if (got == 0) {
     refuse("it is empty");
@@ -165,36 +173,25 @@ void SqliteDatabase::lock() {
   case util::LockResult::failed:
     break;
   }
-  throw StoreError(fmt::format("cannot lock database \"{}\": {}", m_path, std::strerror(errno)));
+  throw StoreError(
+      fmt::format("cannot lock database \"{}\": {}", m_path, util::describe_errno(errno)));
 }
 
 void SqliteDatabase::unlock() { util::unlock(m_fd); }
 
 void SqliteDatabase::execute(const char* sql) {
-  if (sqlite3_exec(m_db, sql, nullptr, nullptr, nullptr) != SQLITE_OK) {
-    fail("cannot use the database");
+  if (int rc = sqlite3_exec(m_db, sql, nullptr, nullptr, nullptr); rc != SQLITE_OK) {
+    fail("cannot use the database", rc);
   }
 }
 
-void SqliteDatabase::fail(std::string_view what) const {
-  int code = m_db ? sqlite3_extended_errcode(m_db) : SQLITE_NOMEM;
-  int primary = code & 0xff;
-  bool disk_full = primary == SQLITE_FULL;
-  if (primary == SQLITE_IOERR) {
-    // A full disk may show as an I/O error on the -shm or -wal file.
-    struct statvfs fs{};
-    std::string directory = util::parent_directory(m_path);
-    disk_full = ::statvfs(directory.c_str(), &fs) == 0 && fs.f_bavail == 0;
+void SqliteDatabase::fail(std::string_view what, int rc) const {
+  if ((rc & 0xff) == SQLITE_BUSY) {
+    throw StoreError(fmt::format("database \"{}\" is locked by another process for longer than "
+                                 "the lock timeout ({}); see --lock-timeout",
+                                 m_path, core::format_seconds(m_lock_timeout)));
   }
-  if (disk_full) {
-    throw StoreError(fmt::format("{} \"{}\": the disk is full", what, m_path));
-  }
-  if (primary == SQLITE_READONLY || primary == SQLITE_CANTOPEN || primary == SQLITE_PERM) {
-    throw StoreError(fmt::format("{} \"{}\": {} (is the file or its directory read-only?)", what,
-                                 m_path, m_db ? sqlite3_errmsg(m_db) : sqlite3_errstr(code)));
-  }
-  throw StoreError(
-      fmt::format("{} \"{}\": {}", what, m_path, m_db ? sqlite3_errmsg(m_db) : "out of memory"));
+  throw_sqlite_error(m_db, rc, what, m_path);
 }
 
 } // namespace ratelimit::store

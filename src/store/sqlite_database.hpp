@@ -32,8 +32,9 @@ public:
   // Runs `sql` (no rows expected); throws StoreError.
   void execute(const char* sql);
 
-  // A StoreError for a failed SQLite call, telling a full disk from other I/O errors.
-  [[noreturn]] void fail(std::string_view what) const;
+  // A StoreError for a SQLite call that failed with `rc`, with the reason
+  // `sqlite_failure_reason` finds; a lock held too long names the lock timeout.
+  [[noreturn]] void fail(std::string_view what, int rc) const;
 
 private:
   void create();

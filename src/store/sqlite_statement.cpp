@@ -1,19 +1,12 @@
 #include "store/sqlite_statement.hpp"
 
-#include "store/store.hpp"
-
-#include <fmt/format.h>
-
 namespace ratelimit::store {
 
-void throw_sqlite_error(sqlite3* db, std::string_view what) {
-  throw StoreError(fmt::format("{}: {}", what, db ? sqlite3_errmsg(db) : "out of memory"));
-}
-
 Statement::Statement(sqlite3* db, std::string_view sql) : m_db(db) {
-  if (sqlite3_prepare_v3(db, sql.data(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT,
-                         &m_statement, nullptr) != SQLITE_OK) {
-    throw_sqlite_error(db, "cannot prepare a statement");
+  int rc = sqlite3_prepare_v3(db, sql.data(), static_cast<int>(sql.size()),
+                              SQLITE_PREPARE_PERSISTENT, &m_statement, nullptr);
+  if (rc != SQLITE_OK) {
+    throw_sqlite_error(db, rc, "cannot read the database");
   }
 }
 
@@ -45,7 +38,7 @@ bool Statement::step() {
     return false;
   }
   sqlite3_reset(m_statement);
-  throw_sqlite_error(m_db, "cannot read or write the database");
+  throw_sqlite_error(m_db, rc, "cannot read or write the database");
 }
 
 void Statement::run() {

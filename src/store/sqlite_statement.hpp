@@ -1,14 +1,13 @@
 #pragma once
 
+#include "store/sqlite_error.hpp"
+
 #include <cstdint>
 #include <sqlite3.h>
 #include <string>
 #include <string_view>
 
 namespace ratelimit::store {
-
-// Throws StoreError naming `what` and SQLite's message for `db`.
-[[noreturn]] void throw_sqlite_error(sqlite3* db, std::string_view what);
 
 // A prepared statement, kept for the life of the connection and reset after each use.
 class Statement {
@@ -22,7 +21,8 @@ public:
   Statement& bind_blob(int index, std::string_view bytes);
   Statement& bind_text(int index, std::string_view text);
 
-  // Advances to the next row; false when there is none. Throws StoreError on failure.
+  // Advances to the next row; false when there is none. Throws StoreError on failure, with
+  // the reason `throw_sqlite_error` finds.
   bool step();
   // Runs a statement that returns no rows, then resets it.
   void run();

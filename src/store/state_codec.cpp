@@ -54,8 +54,10 @@ std::optional<std::vector<core::LimitState>> decode_limits(std::string_view byte
     for (std::size_t slot = 0; slot < 3; ++slot) {
       state.slots[slot] = get(bytes, offset + 24 + slot * 8);
     }
-    if (state.limit.rate.count < 1 || state.limit.rate.period < state.limit.rate.count ||
-        state.limit.burst < 1) {
+    // Only what parse_rate can produce: the algorithms' arithmetic relies on these bounds.
+    if (state.limit.rate.count < 1 || state.limit.rate.count > core::k_max_count ||
+        state.limit.rate.period < state.limit.rate.count ||
+        state.limit.rate.period > core::k_max_duration || state.limit.burst < 1) {
       return std::nullopt;
     }
   }

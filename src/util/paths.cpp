@@ -1,7 +1,8 @@
 #include "util/paths.hpp"
 
+#include "util/errno_text.hpp"
+
 #include <cerrno>
-#include <cstring>
 #include <stdexcept>
 #include <sys/stat.h>
 
@@ -32,7 +33,7 @@ void make_directories(const std::string& directory) {
   }
   if (::mkdir(directory.c_str(), 0755) != 0 && errno != EEXIST) {
     throw std::runtime_error("cannot create directory \"" + directory +
-                             "\": " + std::strerror(errno));
+                             "\": " + describe_errno(errno));
   }
 }
 

@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# Hostile input: each case exits 2 with one line on stderr, never crashes, never touches the
+# database, and a hostile key is just a key.
+. "$(dirname "$0")/lib.sh"
+
+# expect_usage_error NEEDLE ARGS...: exit 2, one line, NEEDLE in it, and no database made.
+expect_usage_error() {
+  local needle=$1
+  shift
+  expect_status 2 rl "$@" || return
+  expect_one_line || return
+  expect_contains "$ERR" "ratelimit: " || return
+  expect_contains "$ERR" "$needle" "stderr of: ${*:1:8}"
+  expect_true "no database created by: ${*:1:8}" test ! -e "$DB"
+}
+
+repeat() { head -c "$2" /dev/zero | tr '\0' "$1"; }
+
+# One argv string is at most 128 KiB (MAX_ARG_STRLEN, NUL included), so a 1 MB key cannot
+# reach the program: exec refuses it (E2BIG) before ratelimit starts. The largest key that
+# can be passed is refused like any key over 1024 bytes.
+test_the_largest_possible_key() {
+  expect_usage_error "it is 131071 bytes long; expected a non-empty name of at most 1024 bytes" \
+    try "$(repeat k 131071)" -r 1/s
+  expect_usage_error "at most 1024 bytes" wait "$(repeat k 131071)" -r 1/s
+  expect_usage_error "at most 1024 bytes" run "$(repeat k 131071)" -r 1/s -- true
+  expect_usage_error "it is 1200 bytes long" try "$(printf 'é%.0s' $(seq 600))" -r 1/s
+}
+
+test_a_1mb_key_cannot_even_be_passed() {
+  local key
+  key=$(repeat k 1048576)
+  "$RATELIMIT" try "$key" -r 1/s 2>err
+  local status=$?
+  # bash reports exec's E2BIG as status 126 ("Argument list too long"): not ours to handle.
+  expect_eq 126 "$status" "status of exec with a 1 MB argument"
+  expect_contains "$(cat err)" "Argument list too long"
+}
+
+test_empty_keys() {
+  expect_usage_error 'invalid key ""' try "" -r 1/s
+  expect_usage_error 'invalid key ""' wait "" -r 1/s
+  expect_usage_error 'invalid key ""' run "" -r 1/s -- true
+}
+
+test_sql_and_odd_bytes_in_keys_are_just_keys() {
+  local key
+  for key in "x'); DROP TABLE keys; --" "' OR '1'='1" 'k"; DELETE FROM grant_log; --' \
+    "%" "_" "*" "\\" $'line\nbreak' $'\x01\x7f' $'\xff\xfe' "-k" "a b"; do
+    expect_status 0 rl try -r 1/min -- "$key" || continue
+    expect_status 1 rl try -r 1/min -- "$key"
+    expect_one_line
+  done
+  # Each was its own key; no table was dropped and nothing else was touched.
+  expect_eq 12 "$(sqlite3 "$DB" 'SELECT count(*) FROM keys')" "keys stored"
+  expect_status 0 rl try other -r 1/min
+  expect_eq ok "$(sqlite3 "$DB" 'PRAGMA integrity_check')" "integrity_check"
+  # A control character in a key cannot forge a line of output.
+  expect_status 1 rl try -r 1/min -- $'line\nbreak'
+  expect_one_line
+}
+
+test_overflowing_numbers() {
+  local huge=99999999999999999999999999999999999999999
+  expect_usage_error "the count is above" try k -r "$huge/s"
+  expect_usage_error "the count is above" try k -r 9223372036854775808/s
+  expect_usage_error "the count is above" try k -r 1000000000001/d
+  expect_usage_error "invalid rate" try k -r "1/${huge}s"
+  expect_usage_error "invalid rate" try k -r "1/99999999999d"
+  expect_usage_error "more than one request per nanosecond" try k -r 1000000000/999ms
+  expect_usage_error 'invalid cost' try k -r 5/s -c "$huge"
+  expect_usage_error 'invalid cost' try k -r 5/s -c 9223372036854775808
+  expect_usage_error 'cost 9223372036854775807 can never be granted' try k -r 5/s -c 9223372036854775807
+  expect_usage_error 'invalid burst' try k -r 5/s -b "$huge"
+  expect_usage_error "invalid duration" wait k -r 5/s -t "$huge"
+  expect_usage_error "invalid duration" wait k -r 5/s -t 99999999999d
+  expect_usage_error "longer than 10 years" wait k -r 5/s -t 3661d
+  expect_usage_error "invalid duration" try k -r 5/s --lock-timeout "${huge}s"
+  expect_usage_error "limited-exit-code" -E "$huge" try k -r 5/s
+  expect_usage_error "limited-exit-code" -E 256 try k -r 5/s
+  expect_usage_error "limited-exit-code" -E -1 try k -r 5/s
+}
+
+test_fractional_zero_and_negative_costs() {
+  local cost
+  for cost in 0.5 1.5 1e3 0 -1 -0 +1 0x10 "" " 1" "1 " 1/2 one; do
+    expect_usage_error "invalid cost" try k -r 5/s -c "$cost"
+  done
+}
+
+test_bad_rates() {
+  local rate
+  for rate in "" / 5 5/ /s 5/s/s " 5/s" "5/s " 1.5/s +5/s 0x5/s 5/-1s 5/1e3s 5/0.0000000001s \
+    5/ns 5/S 5/Second 5/1..5s 5/.s; do
+    expect_usage_error "invalid rate" try k -r "$rate"
+  done
+  expect_usage_error 'unknown unit "parsec"' try k -r 5/parsec
+  expect_usage_error 'unknown unit "fortnights"' try k -r 5/2fortnights
+}
+
+test_bad_durations() {
+  local duration
+  for duration in -1 -0.5s soon 1..5s 1.s . s 5S 1e3 "1 s" inf nan 0x10 5/s 2fortnight 3ns; do
+    expect_usage_error "invalid duration" wait k -r 5/s -t "$duration"
+  done
+  expect_usage_error 'unknown unit "fortnight"' run k -r 5/s -t 2fortnight -- true
+  expect_usage_error "--lock-timeout: invalid duration" try k -r 5/s --lock-timeout soon
+  expect_usage_error "--lock-timeout: invalid duration" try k -r 5/s --lock-timeout -1s
+}
+
+test_unknown_algorithm_and_on_store_error_values() {
+  expect_usage_error 'unknown algorithm "token_bucket"; did you mean "token-bucket"?' \
+    try k -r 5/s -a token_bucket
+  expect_usage_error 'unknown algorithm' try k -r 5/s -a "$(repeat x 100000)"
+  local value
+  for value in maybe ALLOW "" deny,allow "allow "; do
+    expect_usage_error '--on-store-error: invalid value' --on-store-error "$value" try k -r 5/s
+    expect_contains "$ERR" "expected deny or allow"
+  done
+  expect_usage_error '--on-store-error' try k -r 5/s --on-store-error=fail-open
+}
+
+run_suite
