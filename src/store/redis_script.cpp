@@ -146,9 +146,15 @@ std::optional<KeyStatus> RedisScript::inspect(std::string_view key,
   status.state.algorithm = *algorithm;
   status.state.clock = read.integer();
   core::Decision& standing = status.standing;
-  standing.allowed = true;
   standing.now = read.integer();
+  standing.allowed = read.integer() != 0;
+  standing.wait = read.integer();
+  std::int64_t binding = read.integer();
   std::int64_t count = read.integer();
+  if (count < 1 || binding < 0 || binding >= count) {
+    throw StoreError("redis: unexpected reply from the ratelimit script");
+  }
+  standing.binding = static_cast<std::size_t>(binding);
   standing.remaining = std::numeric_limits<std::int64_t>::max();
   for (std::int64_t i = 0; i < count; ++i) {
     core::LimitState limit;
@@ -162,12 +168,10 @@ std::optional<KeyStatus> RedisScript::inspect(std::string_view key,
     core::LimitReport report;
     report.remaining = read.integer();
     report.reset_after = read.integer();
+    report.retry_after = read.integer();
     standing.limits.push_back(report);
     standing.reset_after = std::max(standing.reset_after, report.reset_after);
-    if (report.remaining < standing.remaining) {
-      standing.remaining = report.remaining;
-      standing.binding = static_cast<std::size_t>(i);
-    }
+    standing.remaining = std::min(standing.remaining, report.remaining);
   }
   return status;
 }

@@ -110,6 +110,9 @@ std::vector<KeyStatus> RedisStore::status(std::span<const std::string> keys) {
     for (core::LimitState& limit : status->state.limits) {
       limit.limit.rate.period = to_nanos(limit.limit.rate.period);
       limit.slots[0] = to_nanos(limit.slots[0]); // every algorithm's first slot is a time
+      if (status->state.algorithm == core::Algorithm::token_bucket) {
+        limit.slots[1] = to_nanos(limit.slots[1]); // and the token bucket's latest grant
+      }
     }
     decision_to_nanos(status->standing);
     result.push_back(std::move(*status));

@@ -24,7 +24,8 @@ struct Arrival {
   std::int64_t cost = 1;
   bool reserve = false;
   core::Nanos max_wait = k_no_limit;
-  int give_back = -1; // before deciding, give back this earlier grant (an index)
+  int give_back = -1;        // before deciding, give back this earlier grant (an index)
+  std::size_t limit_set = 0; // the limits the request names, an index into the key's sets
 };
 
 core::Limit limit(std::int64_t count, core::Nanos period, std::int64_t burst = 0) {
@@ -32,12 +33,13 @@ core::Limit limit(std::int64_t count, core::Nanos period, std::int64_t burst = 0
 }
 
 // Both sides of one key: the core with the SQLite store's rule that only a granted decision
-// is written, and the script.
+// is written, and the script. Requests name one of `limit_sets`, so that limits are dropped
+// and named again along the way.
 class Conformance {
 public:
   Conformance(store::RedisScript& script, core::Algorithm algorithm,
-              std::vector<core::Limit> limits, std::string key)
-      : m_script(script), m_algorithm(algorithm), m_limits(std::move(limits)),
+              std::vector<std::vector<core::Limit>> limit_sets, std::string key)
+      : m_script(script), m_algorithm(algorithm), m_limit_sets(std::move(limit_sets)),
         m_key(std::move(key)), m_state{algorithm, 0, {}} {
     m_script.reset(m_key);
   }
@@ -52,25 +54,31 @@ public:
     for (std::size_t i = 0; i < arrivals.size(); ++i) {
       const Arrival& arrival = arrivals[i];
       now += arrival.advance;
-      m_where = fmt::format("{} arrival {} at {} (cost {}, {})", m_key, i, now, arrival.cost,
-                            arrival.reserve ? "wait" : "try");
-      if (int grant = given_back(arrival.give_back); grant >= 0) {
-        const auto& [core_grant, script_grant] = m_grants[grant];
-        core::give_back(m_state, m_limits, m_log, now, core_grant);
-        m_script.give_back(m_key, m_algorithm, m_limits, script_grant, now);
+      const std::vector<core::Limit>& limits = m_limit_sets.at(arrival.limit_set);
+      m_where = fmt::format("{} arrival {} at {} (cost {}, {}, {} limits)", m_key, i, now,
+                            arrival.cost, arrival.reserve ? "wait" : "try", limits.size());
+      if (arrival.give_back >= 0 && arrival.give_back < static_cast<int>(m_grants.size()) &&
+          !m_grants[arrival.give_back].given_back) {
+        // Each grant at most once, with the limits it was decided under.
+        Granted& granted = m_grants[arrival.give_back];
+        granted.given_back = true;
+        const std::vector<core::Limit>& granted_limits = m_limit_sets[granted.limit_set];
+        core::give_back(m_state, granted_limits, m_log, now, granted.core);
+        m_script.give_back(m_key, m_algorithm, granted_limits, granted.script, now);
+        ++given;
       }
       core::Request request{now, arrival.cost, arrival.reserve, arrival.max_wait};
       core::KeyState trial = m_state;
-      core::Decision expected = core::decide(trial, m_limits, m_log, request);
+      core::Decision expected = core::decide(trial, limits, m_log, request);
       if (expected.allowed) {
         m_state = trial;
       }
-      core::Decision actual = m_script.decide(m_key, m_algorithm, m_limits, request, true);
+      core::Decision actual = m_script.decide(m_key, m_algorithm, limits, request, true);
       if (!same_decision(expected, actual)) {
         return false;
       }
       if (expected.allowed) {
-        m_grants.emplace_back(expected.grant, actual.grant);
+        m_grants.push_back({expected.grant, actual.grant, arrival.limit_set, false});
       }
       ++(expected.allowed ? allowed : denied);
       if (i % 5 == 4 && !same_standing(now + arrival.advance / 2)) {
@@ -80,17 +88,16 @@ public:
     return true;
   }
 
+  // How many grants were given back.
+  int given = 0;
+
 private:
-  // The grant to give back for `index`, or -1. A sliding log's entries are renumbered when
-  // an earlier one is given back, and the core then misreads the markers of the later
-  // grants (a core defect, reported): a sliding log gives back its latest grant instead.
-  int given_back(int index) const {
-    int grants = static_cast<int>(m_grants.size());
-    if (index < 0 || index >= grants) {
-      return -1;
-    }
-    return m_algorithm == core::Algorithm::sliding_log ? grants - 1 : index;
-  }
+  struct Granted {
+    core::Grant core;
+    core::Grant script;
+    std::size_t limit_set = 0;
+    bool given_back = false;
+  };
 
   bool same(std::int64_t expected, std::int64_t actual, const char* what) {
     if (expected == actual) {
@@ -139,6 +146,8 @@ private:
               same(static_cast<std::int64_t>(m_state.limits.size()),
                    static_cast<std::int64_t>(actual->state.limits.size()), "limits") &&
               same(expected.now, actual->standing.now, "now") &&
+              same(expected.allowed, actual->standing.allowed, "allowed") &&
+              same(expected.wait, actual->standing.wait, "wait") &&
               same(expected.remaining, actual->standing.remaining, "remaining") &&
               same(expected.reset_after, actual->standing.reset_after, "reset_after") &&
               same(static_cast<std::int64_t>(expected.binding),
@@ -148,24 +157,28 @@ private:
            same(0, 1, "stored limit and slots differ");
       ok = ok && same(expected.limits[i].remaining, actual->standing.limits[i].remaining,
                       "limit remaining");
+      ok = ok && same(expected.limits[i].retry_after, actual->standing.limits[i].retry_after,
+                      "limit retry_after");
     }
     return ok;
   }
 
   store::RedisScript& m_script;
   core::Algorithm m_algorithm;
-  std::vector<core::Limit> m_limits;
+  std::vector<std::vector<core::Limit>> m_limit_sets;
   std::string m_key;
   core::KeyState m_state;
   core::MemoryGrantLog m_log;
-  std::vector<std::pair<core::Grant, core::Grant>> m_grants;
+  std::vector<Granted> m_grants;
   std::string m_where;
 };
 
 // A reproducible table of arrivals for `limits`: bursts, pauses, steps back, waits with and
-// without a timeout, and grants given back.
+// without a timeout, grants given back, and requests naming another of `limit_sets` of
+// `limit_sets` sets (the first is `limits`).
 std::vector<Arrival> random_arrivals(std::uint64_t seed, core::Algorithm algorithm,
-                                     const std::vector<core::Limit>& limits, int count) {
+                                     const std::vector<core::Limit>& limits, std::size_t limit_sets,
+                                     int count) {
   std::mt19937_64 random(seed);
   auto uniform = [&](std::int64_t low, std::int64_t high) {
     return std::uniform_int_distribution<std::int64_t>(low, high)(random);
@@ -201,6 +214,9 @@ std::vector<Arrival> random_arrivals(std::uint64_t seed, core::Algorithm algorit
     if (grants_so_far > 0 && uniform(0, 9) == 0) {
       arrival.give_back = static_cast<int>(uniform(0, grants_so_far - 1));
     }
+    if (limit_sets > 1 && uniform(0, 9) < 3) {
+      arrival.limit_set = static_cast<std::size_t>(uniform(1, limit_sets - 1));
+    }
     ++grants_so_far; // an upper bound: indices past the real grants are ignored
     arrivals.push_back(arrival);
   }
@@ -230,6 +246,29 @@ std::vector<Configuration> configurations(core::Algorithm algorithm) {
   };
 }
 
+// `limits`, then each of its limits dropped in turn and the first with a larger count (and
+// burst): what a key meets when callers name different limits.
+std::vector<std::vector<core::Limit>> limit_sets(const std::vector<core::Limit>& limits) {
+  std::vector<std::vector<core::Limit>> sets{limits};
+  if (limits.size() < 2) {
+    return sets;
+  }
+  for (std::size_t dropped = 0; dropped < limits.size(); ++dropped) {
+    std::vector<core::Limit> set;
+    for (std::size_t i = 0; i < limits.size(); ++i) {
+      if (i != dropped) {
+        set.push_back(limits[i]);
+      }
+    }
+    sets.push_back(set);
+  }
+  std::vector<core::Limit> changed = limits;
+  changed.front().rate.count *= 2;
+  changed.front().burst *= 2;
+  sets.push_back(changed);
+  return sets;
+}
+
 } // namespace
 
 TEST_CASE("store::RedisScript decides exactly as core::decide, for every algorithm") {
@@ -241,11 +280,13 @@ TEST_CASE("store::RedisScript decides exactly as core::decide, for every algorit
     for (const Configuration& configuration : configurations(algorithm)) {
       std::string key = fmt::format("{} {}", core::algorithm_name(algorithm), configuration.name);
       CAPTURE(key);
-      Conformance conformance(script, algorithm, configuration.limits, key);
-      auto arrivals = random_arrivals(seed++, algorithm, configuration.limits, 250);
+      auto sets = limit_sets(configuration.limits);
+      Conformance conformance(script, algorithm, sets, key);
+      auto arrivals = random_arrivals(seed++, algorithm, configuration.limits, sets.size(), 250);
       CHECK(conformance.run(configuration.start, arrivals));
       CHECK(conformance.allowed > 25);
       CHECK(conformance.denied > 25);
+      CHECK(conformance.given > 3);
     }
   }
 }
@@ -265,7 +306,7 @@ TEST_CASE("store::RedisScript agrees with the core on a hand-made token-bucket t
   for (core::Algorithm algorithm : core::k_all_algorithms) {
     std::string key = fmt::format("table {}", core::algorithm_name(algorithm));
     CAPTURE(key);
-    Conformance conformance(script, algorithm, {limit(2, k_second)}, key);
+    Conformance conformance(script, algorithm, {{limit(2, k_second)}}, key);
     CHECK(conformance.run(1'700'000'000'000'000, arrivals));
   }
   // And the table means what it says: the third try is denied for half a second.

@@ -151,7 +151,8 @@ TEST_CASE("store::RedisStore status and reset work on named keys and on all keys
   CHECK(a.state.algorithm == core::Algorithm::token_bucket);
   REQUIRE(a.state.limits.size() == 2);
   CHECK(a.state.limits[1].limit == core::Limit{{10, 60 * k_second}, 7});
-  CHECK(a.state.limits[0].slots[0] > a.state.clock); // the TAT, in nanoseconds
+  CHECK(a.state.limits[0].slots[0] > a.state.clock);  // the TAT, in nanoseconds
+  CHECK(a.state.limits[0].slots[1] == a.state.clock); // the latest grant, in nanoseconds
   CHECK(a.standing.remaining == 3);
   CHECK(a.standing.binding == 0);
   CHECK(a.standing.limits[1].remaining == 6);
@@ -164,6 +165,47 @@ TEST_CASE("store::RedisStore status and reset work on named keys and on all keys
   CHECK(redis.keys("t6:*").empty());
   CHECK(redis.keys("t6other:*").size() == 1);
   CHECK(store.collect_garbage().empty());
+}
+
+TEST_CASE("store::RedisStore status says when a try would be granted, and under which limit") {
+  RATELIMIT_REDIS_SERVER(server);
+  store::RedisStore store(server->location(), "t8:", k_second);
+  std::vector<core::Limit> limits{per_second(100), {{2, 60 * k_second}, 2}};
+  for (int i = 0; i < 2; ++i) {
+    REQUIRE(try_once(store, "k", core::Algorithm::sliding_log, limits).allowed);
+  }
+  std::string key[] = {"k"};
+  std::vector<store::KeyStatus> found = store.status(key);
+  REQUIRE(found.size() == 1);
+  const core::Decision& standing = found[0].standing;
+  CHECK_FALSE(standing.allowed);
+  CHECK(standing.binding == 1);
+  CHECK(standing.wait > 50 * k_second);
+  CHECK(standing.wait <= 60 * k_second);
+  REQUIRE(standing.limits.size() == 2);
+  CHECK(standing.limits[0].retry_after == 0);
+  CHECK(standing.limits[1].retry_after == standing.wait);
+}
+
+TEST_CASE("store::RedisStore keeps the state of a limit a request does not name") {
+  RATELIMIT_REDIS_SERVER(server);
+  Inspector redis(server->location());
+  store::RedisStore store(server->location(), "t9:", k_second);
+  std::vector<core::Limit> both{per_second(5), {{2, 60 * k_second}, 2}};
+  std::vector<core::Limit> second_only{per_second(5)};
+  REQUIRE(try_once(store, "k", core::Algorithm::sliding_log, both).allowed);
+  REQUIRE(try_once(store, "k", core::Algorithm::sliding_log, second_only).allowed);
+  // The minute's log stays, and the key lives as long as the minute counts its grant.
+  CHECK(redis.keys("t9:*") == std::vector<std::string>{"t9:{k}", "t9:{k}:c:1000000",
+                                                       "t9:{k}:c:60000000", "t9:{k}:t:1000000",
+                                                       "t9:{k}:t:60000000"});
+  CHECK(redis.pttl("t9:{k}") > 50'000);
+  CHECK(redis.pttl("t9:{k}:t:60000000") > 50'000);
+  // Named again, the minute still holds the first grant: one more, then no more.
+  REQUIRE(try_once(store, "k", core::Algorithm::sliding_log, both).allowed);
+  core::Decision denied = try_once(store, "k", core::Algorithm::sliding_log, both);
+  CHECK_FALSE(denied.allowed);
+  CHECK(denied.binding == 1);
 }
 
 TEST_CASE("store::RedisStore rounds periods up to a whole microsecond") {

@@ -9,8 +9,9 @@
 --             at, n, n x (remaining, reset_after, retry_after, marker)}
 --             or {'conflict', stored algorithm}
 --   give_back ARGV[3..] algorithm at cost n, n x (count period burst), n x marker -> {'ok'}
---   inspect   -> {'none'} or {'ok', algorithm, clock, now, n, n x (count period burst s1 s2
---             s3 remaining reset_after)}
+--   inspect   ARGV[3] cost (empty: 1) -> {'none'} or {'ok', algorithm, clock, now, allowed,
+--             wait, binding, n, n x (count period burst s1 s2 s3 remaining reset_after
+--             retry_after)}, as core::inspect for a try of that cost
 --   reset     -> 1 if the key existed, else 0
 -- Every stored value expires when its state is a fresh key's again, so nothing needs gc.
 
@@ -107,9 +108,29 @@ local function stored_limits(state)
   return limits
 end
 
--- Writes the key's state; `previous` is the state it replaces. Keys expire at `fresh_at`,
--- when the state is a fresh key's again.
-local function save(algorithm, clock, limits, states, previous, fresh_at)
+-- Every stored limit and its slots, `states` of `limits` written over the stored ones. A
+-- stored limit that this request did not name keeps its state (and a sliding log its
+-- entries): another process may still be limited by it.
+local function store_states(state, limits, states)
+  local all_limits, all_states = {}, {}
+  for i, stored in ipairs(state and state.limits or {}) do
+    all_limits[i], all_states[i] = stored.limit, stored.slots
+  end
+  for i, limit in ipairs(limits) do
+    local found = #all_limits + 1
+    for j, stored in ipairs(all_limits) do
+      if stored.period == limit.period then
+        found = j
+      end
+    end
+    all_limits[found], all_states[found] = limit, states[i]
+  end
+  return all_limits, all_states
+end
+
+-- Writes the key's state, every stored limit of it. Keys expire at `fresh_at`, when the
+-- state is a fresh key's again.
+local function save(algorithm, clock, limits, states, fresh_at)
   local fields = {}
   for i, limit in ipairs(limits) do
     local s = states[i]
@@ -118,16 +139,6 @@ local function save(algorithm, clock, limits, states, previous, fresh_at)
   end
   redis.call('HSET', base, 'algorithm', algorithm, 'clock', int(clock), 'limits',
              table.concat(fields, ' '))
-  -- Logs of limits no longer asked for are dropped with them.
-  local kept = {}
-  for _, key in ipairs(keys_of(algorithm, limits)) do
-    kept[key] = true
-  end
-  for _, key in ipairs(keys_of(algorithm, stored_limits(previous))) do
-    if not kept[key] then
-      redis.call('DEL', key)
-    end
-  end
   local keys = keys_of(algorithm, limits)
   if explicit_now then
     for _, key in ipairs(keys) do
@@ -159,6 +170,14 @@ local function summarise(algorithm, limits, states, log, at_now)
     end
   end
   return remaining or -1, reset_after, per_limit, least
+end
+
+-- Saves `states` of `limits` with the stored limits they do not name; the key expires when
+-- every one of them is fresh again.
+local function save_all(algorithm, clock, state, limits, states, log)
+  local all_limits, all_states = store_states(state, limits, states)
+  local _, reset_after = summarise(algorithm, all_limits, all_states, log, clock)
+  save(algorithm, clock, all_limits, all_states, clock + reset_after)
 end
 
 local function decide()
@@ -222,8 +241,11 @@ local function decide()
   end
   local remaining, reset_after, per_limit, least = summarise(algorithm, limits, states, log, clock)
   if allowed then
-    binding = least
-    save(algorithm, clock, limits, states, state, clock + reset_after)
+    if wait == 0 then
+      -- Granted at once, every limit agreeing: the one with the least remaining.
+      binding = least
+    end
+    save_all(algorithm, clock, state, limits, states, log)
   end
   local reply = {'ok', allowed and 1 or 0, clock, wait, binding - 1, remaining, reset_after, at,
                  #limits}
@@ -253,8 +275,7 @@ local function give_back()
   for i, limit in ipairs(limits) do
     rules[algorithm].give_back(limit, states[i], log, at, cost, tonumber(ARGV[next_arg + i - 1]))
   end
-  local _, reset_after = summarise(algorithm, limits, states, log, clock)
-  save(algorithm, clock, limits, states, state, clock + reset_after)
+  save_all(algorithm, clock, state, limits, states, log)
   return {'ok'}
 end
 
@@ -266,17 +287,33 @@ local function inspect()
   if not state then
     return {'none'}
   end
+  local cost = tonumber(ARGV[3] or '') or 1
   local clock = math.max(now, state.clock)
+  local rule = rules[state.algorithm]
+  local log = redis_log(base)
   local limits, states = {}, {}
   for i, stored in ipairs(state.limits) do
     limits[i], states[i] = stored.limit, stored.slots
   end
-  local _, _, per_limit = summarise(state.algorithm, limits, states, redis_log(base), clock)
-  local reply = {'ok', state.algorithm, state.clock, clock, #limits}
+  local at, binding, retry = clock, 1, {}
+  for i, limit in ipairs(limits) do
+    local slot_at = rule.earliest(limit, states[i], log, clock, cost)
+    retry[i] = slot_at - clock
+    if slot_at > at then
+      at, binding = slot_at, i
+    end
+  end
+  local wait = at - clock
+  local _, _, per_limit, least = summarise(state.algorithm, limits, states, log, clock)
+  if wait == 0 then
+    binding = least
+  end
+  local reply = {'ok', state.algorithm, state.clock, clock, wait == 0 and 1 or 0, wait,
+                 binding - 1, #limits}
   for i, limit in ipairs(limits) do
     local s = states[i]
     for _, value in ipairs({limit.count, limit.period, limit.burst, s[1], s[2], s[3],
-                            per_limit[i][1], per_limit[i][2]}) do
+                            per_limit[i][1], per_limit[i][2], retry[i]}) do
       reply[#reply + 1] = value
     end
   end

@@ -11,19 +11,23 @@ end
 local rules = {}
 
 -- Token bucket in TAT form: s[1] is the theoretical arrival time; past now + burst *
--- interval it is the debt of reservations.
+-- interval it is the debt of reservations. s[2] is not before the latest grant still
+-- standing (only give_back reads it).
 rules['token-bucket'] = {
   earliest = function(limit, s, log, now, cost)
     return math.max(now, s[1] + (cost - limit.burst) * limit.interval)
   end,
   take = function(limit, s, log, now, at, cost)
     s[1] = math.max(s[1], at) + cost * limit.interval
+    s[2] = math.max(s[2], at)
     return s[1]
   end,
   give_back = function(limit, s, log, at, cost, marker)
-    local returned = cost * limit.interval - (s[1] - marker)
+    -- Grants after this one keep the part of its cost within their distance from it.
+    local returned = cost * limit.interval - math.max(0, s[2] - at)
     if returned > 0 then
       s[1] = s[1] - returned
+      s[2] = math.min(s[2], s[1] - limit.interval)
     end
   end,
   usage = function(limit, s, log, now)
@@ -48,9 +52,10 @@ rules['leaky-bucket'] = {
     end
   end,
   usage = function(limit, s, log, now)
+    -- The room in the queue: the grant leaving at now or before is not waiting in it.
     local pending = math.max(0, s[1] - now)
-    local level = ceil_div(pending, limit.interval)
-    return math.max(0, limit.burst - level), pending
+    local queued = math.max(0, ceil_div(pending, limit.interval) - 1)
+    return math.max(0, limit.burst - queued), pending
   end,
 }
 
@@ -80,14 +85,14 @@ rules['fixed-window'] = {
   end,
   usage = function(limit, s, log, now)
     local current = window_start(now, limit.period)
+    if s[1] > current then
+      -- A later window holds reservations: nothing is known to be left until it ends.
+      return 0, s[1] + limit.period - now
+    end
     if s[1] < current or s[2] == 0 then
       return limit.count, 0
     end
-    local remaining = 0
-    if s[1] == current then
-      remaining = limit.count - s[2]
-    end
-    return math.max(0, remaining), s[1] + limit.period - now
+    return math.max(0, limit.count - s[2]), s[1] + limit.period - now
   end,
 }
 
@@ -164,7 +169,9 @@ rules['sliding-log'] = {
     end
     local leaving = log.time_reaching(limit.period, must_leave)
     if not leaving then
-      return time
+      -- Only when the log and the state disagree: once the last grant has left the window
+      -- nothing can be in it.
+      return math.max(time, s[1] + limit.period)
     end
     return math.max(time, leaving + limit.period)
   end,
@@ -181,10 +188,18 @@ rules['sliding-log'] = {
     return s[2]
   end,
   give_back = function(limit, s, log, at, cost, marker)
-    if marker <= s[3] or marker > s[2] then
+    -- Found by its time, not by its marker: giving back an earlier entry shifts the
+    -- cumulative cost of every later one. When several grants share the time, which one is
+    -- this one is unknown and nothing is returned.
+    local through = log.cumulative_through(limit.period, at)
+    if not through or through <= s[3] then
+      return -- forgotten: it left every window long ago
+    end
+    local before = math.max(s[3], log.cumulative_through(limit.period, at - 1) or 0)
+    if through - before ~= cost then
       return
     end
-    log.remove(limit.period, marker, cost)
+    log.remove(limit.period, through, cost)
     s[2] = s[2] - cost
     s[1] = log.last_time(limit.period) or 0
   end,
