@@ -47,6 +47,25 @@ std::string json_millis(core::Nanos duration) {
   return text;
 }
 
+std::string limits_json(core::Algorithm algorithm, std::span<const core::Limit> limits,
+                        const core::Decision& decision) {
+  std::string json = "[";
+  for (std::size_t i = 0; i < limits.size(); ++i) {
+    const core::Limit& limit = limits[i];
+    const core::LimitReport& limit_report = decision.limits[i];
+    util::JsonObject item;
+    item.field("limit", limit.rate.count)
+        .raw_field("period_ms", json_millis(limit.rate.period))
+        .field("burst", limit.capacity(algorithm))
+        .field("binding", i == decision.binding)
+        .field("remaining", limit_report.remaining)
+        .field("retry_after_ms", core::ceil_millis(limit_report.retry_after))
+        .field("reset_after_ms", core::ceil_millis(limit_report.reset_after));
+    json += (i ? "," : "") + item.str();
+  }
+  return json + "]";
+}
+
 void report(const GlobalOptions& global, const LimitedRequest& request,
             const core::Decision& decision, std::optional<core::Nanos> waited) {
   const core::Limit& binding = request.limits[decision.binding];
@@ -74,21 +93,7 @@ void report(const GlobalOptions& global, const LimitedRequest& request,
     object.field("waited_ms", (*waited + core::k_nanos_per_milli / 2) / core::k_nanos_per_milli);
   }
   if (request.limits.size() > 1) {
-    std::string limits = "[";
-    for (std::size_t i = 0; i < request.limits.size(); ++i) {
-      const core::Limit& limit = request.limits[i];
-      const core::LimitReport& limit_report = decision.limits[i];
-      util::JsonObject item;
-      item.field("limit", limit.rate.count)
-          .raw_field("period_ms", json_millis(limit.rate.period))
-          .field("burst", limit.capacity(request.algorithm))
-          .field("binding", i == decision.binding)
-          .field("remaining", limit_report.remaining)
-          .field("retry_after_ms", core::ceil_millis(limit_report.retry_after))
-          .field("reset_after_ms", core::ceil_millis(limit_report.reset_after));
-      limits += (i ? "," : "") + item.str();
-    }
-    object.raw_field("limits", limits + "]");
+    object.raw_field("limits", limits_json(request.algorithm, request.limits, decision));
   }
   fmt::print("{}\n", object.str());
   std::fflush(stdout);

@@ -5,6 +5,7 @@
 #include "core/decide.hpp"
 
 #include <optional>
+#include <span>
 #include <string>
 
 namespace ratelimit::cli {
@@ -16,6 +17,10 @@ std::string describe_limit(core::Algorithm algorithm, const core::Limit& limit);
 // with --json one object on stdout. `waited` is the time slept, for wait and run.
 void report(const GlobalOptions& global, const LimitedRequest& request,
             const core::Decision& decision, std::optional<core::Nanos> waited = std::nullopt);
+
+// Each limit's figures in `decision` as a JSON array, the binding one marked.
+std::string limits_json(core::Algorithm algorithm, std::span<const core::Limit> limits,
+                        const core::Decision& decision);
 
 // `key` for human output: quoted, with control bytes escaped, so that no key can forge a
 // line of output or move the terminal's cursor.

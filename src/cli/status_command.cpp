@@ -64,21 +64,11 @@ std::string json_status(const store::KeyStatus& status) {
       .field("reset_after_ms", core::ceil_millis(standing.reset_after))
       .field("last_use", utc_time(state.clock))
       .field("idle_ms", (standing.now - state.clock) / core::k_nanos_per_milli);
-  std::string limits = "[";
-  for (std::size_t i = 0; i < state.limits.size(); ++i) {
-    const core::Limit& limit = state.limits[i].limit;
-    const core::LimitReport& report = standing.limits[i];
-    util::JsonObject item;
-    item.field("limit", limit.rate.count)
-        .raw_field("period_ms", json_millis(limit.rate.period))
-        .field("burst", limit.capacity(state.algorithm))
-        .field("binding", i == standing.binding)
-        .field("remaining", report.remaining)
-        .field("retry_after_ms", core::ceil_millis(report.retry_after))
-        .field("reset_after_ms", core::ceil_millis(report.reset_after));
-    limits += (i ? "," : "") + item.str();
+  std::vector<core::Limit> limits;
+  for (const core::LimitState& limit_state : state.limits) {
+    limits.push_back(limit_state.limit);
   }
-  object.raw_field("limits", limits + "]");
+  object.raw_field("limits", limits_json(state.algorithm, limits, standing));
   return object.str();
 }
 
