@@ -323,3 +323,31 @@ TEST_CASE("store::RedisScript agrees with the core on a hand-made token-bucket t
   CHECK_FALSE(third.allowed);
   CHECK(third.wait == 500'000);
 }
+
+TEST_CASE("store::RedisScript gives back any sliding-log grant, not only the latest") {
+  RATELIMIT_REDIS_SERVER(server);
+  store::RedisConnection connection(server->location(), 2 * core::k_nanos_per_second);
+  store::RedisScript script(connection, "conformance:");
+  std::string key = "sliding-log give back";
+  script.reset(key);
+  core::Limit three = limit(3, k_second);
+  core::Nanos t0 = 1'700'000'000'000'000;
+  std::vector<core::Grant> grants;
+  for (int i = 0; i < 3; ++i) {
+    core::Request request{t0 + i * 100'000, 1, false, k_no_limit};
+    core::Decision decision =
+        script.decide(key, core::Algorithm::sliding_log, {&three, 1}, request, true);
+    REQUIRE(decision.allowed);
+    grants.push_back(decision.grant);
+  }
+  core::Nanos later = t0 + 300'000;
+  // The first, then the second, whose marker the first one's return made stale.
+  script.give_back(key, core::Algorithm::sliding_log, {&three, 1}, grants[0], later);
+  script.give_back(key, core::Algorithm::sliding_log, {&three, 1}, grants[1], later);
+  std::optional<store::KeyStatus> status = script.inspect(key, later);
+  REQUIRE(status);
+  REQUIRE(status->state.limits.size() == 1);
+  CHECK(status->state.limits[0].slots[0] == t0 + 200'000); // the third grant is left
+  CHECK(status->state.limits[0].slots[1] == 1);
+  CHECK(status->standing.remaining == 2);
+}
