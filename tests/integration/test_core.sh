@@ -149,10 +149,13 @@ test_waiters_are_granted_in_arrival_order() {
   done
   wait
   expect_eq 10 "$(wc -l <finished)" "waiters granted"
-  local by_reservation by_grant
-  by_reservation=$(sort -n -k1,1 finished | awk '{print $3}' | tr '\n' ' ')
-  by_grant=$(sort -n -k2,2 finished | awk '{print $3}' | tr '\n' ' ')
-  expect_eq "$by_reservation" "$by_grant" "grant order against reservation order"
+  # In grant order, no waiter reserved clearly (50 ms: the jitter of timestamps taken by
+  # separate processes) after the one granted next.
+  local misordered
+  misordered=$(sort -n -k2,2 finished |
+    awk 'NR > 1 && previous > $1 + 50 {print "waiter " id " reserved at " previous \
+      " ms, after waiter " $3 " at " $1 " ms, but was granted first"} {previous = $1; id = $3}')
+  expect_eq "" "$misordered" "grant order against reservation order"
   local times
   times=$(sort -n -k2,2 finished | awk '{print $2}' | tr '\n' ' ')
   echo "    granted at (ms): $times"
