@@ -12,5 +12,9 @@ void setup_try(CLI::App& app, const GlobalOptions& global, int& exit_status);
 void setup_wait(CLI::App& app, const GlobalOptions& global, int& exit_status);
 void setup_run(CLI::App& app, const GlobalOptions& global, int& exit_status);
 void setup_simulate(CLI::App& app, const GlobalOptions& global, int& exit_status);
+void setup_pipe(CLI::App& app, const GlobalOptions& global, int& exit_status);
+void setup_status(CLI::App& app, const GlobalOptions& global, int& exit_status);
+void setup_reset(CLI::App& app, const GlobalOptions& global, int& exit_status);
+void setup_gc(CLI::App& app, const GlobalOptions& global, int& exit_status);
 
 } // namespace ratelimit::cli

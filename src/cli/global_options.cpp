@@ -2,7 +2,9 @@
 
 #include "cli/usage_error.hpp"
 #include "core/rate.hpp"
+#include "store/redis_store.hpp"
 #include "store/sqlite_store.hpp"
+#include "store/store_url.hpp"
 
 #include <cstdlib>
 
@@ -32,6 +34,17 @@ void add_global_options(CLI::App& app, GlobalOptions& options) {
                  "Longest wait for the database lock before failing with status 3 "
                  "(default 10s)")
       ->option_text("DURATION");
+  app.add_option("--store", options.store,
+                 "Where keys live: redis://[:password@]host[:port][/db] or sqlite:PATH "
+                 "(default $RATELIMIT_STORE, else the SQLite database)")
+      ->option_text("URL");
+  app.add_option("--redis-prefix", options.redis_prefix,
+                 "Prefix of the Redis key names (default ratelimit:)")
+      ->option_text("PREFIX");
+  app.add_option("--store-timeout", options.store_timeout,
+                 "Longest wait to connect to Redis and for each reply before failing with "
+                 "status 3 (default 1s)")
+      ->option_text("DURATION");
 }
 
 std::string database_path(const GlobalOptions& options) {
@@ -53,11 +66,39 @@ std::string database_path(const GlobalOptions& options) {
 }
 
 std::unique_ptr<store::Store> open_store(const GlobalOptions& options) {
+  if (!options.store.empty() && !options.db.empty()) {
+    throw UsageError("--db and --store both name a store; give one of them");
+  }
+  auto store_timeout = core::parse_duration(options.store_timeout);
+  if (!store_timeout) {
+    throw UsageError("--store-timeout: " + store_timeout.error());
+  }
+  if (*store_timeout <= 0) {
+    throw UsageError("--store-timeout: expected a duration above 0, e.g. 1s, 500ms");
+  }
+  std::string url = options.store;
+  if (const char* env = std::getenv("RATELIMIT_STORE");
+      url.empty() && options.db.empty() && env && *env) {
+    url = env;
+  }
+  std::string path;
+  if (!url.empty()) {
+    auto location = store::parse_store_url(url);
+    if (!location) {
+      throw UsageError(location.error());
+    }
+    if (const auto* redis = std::get_if<store::RedisLocation>(&*location)) {
+      return std::make_unique<store::RedisStore>(*redis, options.redis_prefix, *store_timeout);
+    }
+    path = std::get<store::SqliteLocation>(*location).path;
+  } else {
+    path = database_path(options);
+  }
   auto lock_timeout = core::parse_duration(options.lock_timeout);
   if (!lock_timeout) {
     throw UsageError("--lock-timeout: " + lock_timeout.error());
   }
-  return std::make_unique<store::SqliteStore>(database_path(options), *lock_timeout);
+  return std::make_unique<store::SqliteStore>(path, *lock_timeout);
 }
 
 } // namespace ratelimit::cli

@@ -22,6 +22,9 @@ struct GlobalOptions {
   std::string on_store_error = "deny";
   int limited_exit_code = 1;
   std::string lock_timeout = "10s";
+  std::string store;                       // --store URL; empty: $RATELIMIT_STORE, else --db
+  std::string redis_prefix = "ratelimit:"; // --redis-prefix
+  std::string store_timeout = "1s";        // --store-timeout: Redis connect and commands
 };
 
 void add_global_options(CLI::App& app, GlobalOptions& options);
@@ -30,7 +33,8 @@ void add_global_options(CLI::App& app, GlobalOptions& options);
 // (~/.local/state/ratelimit/ratelimit.db).
 std::string database_path(const GlobalOptions& options);
 
-// Opens the store the options name; throws StoreError or UsageError.
+// Opens the store the options name: --store, else --db, else $RATELIMIT_STORE, else the
+// database of `database_path`. Throws StoreError or UsageError.
 std::unique_ptr<store::Store> open_store(const GlobalOptions& options);
 
 } // namespace ratelimit::cli

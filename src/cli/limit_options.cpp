@@ -60,10 +60,12 @@ std::int64_t parse_positive(std::string_view option, std::string_view text) {
   return value;
 }
 
-LimitedRequest resolve(const LimitOptions& options) {
+LimitedRequest resolve(const LimitOptions& options, bool key_required) {
   LimitedRequest request;
   request.key = options.key;
-  check_key(request.key);
+  if (key_required || !request.key.empty()) {
+    check_key(request.key);
+  }
   auto algorithm = core::parse_algorithm(options.algorithm);
   if (!algorithm) {
     throw UsageError(algorithm.error());

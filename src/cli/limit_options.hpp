@@ -31,7 +31,8 @@ struct LimitedRequest {
 void add_limit_options(CLI::App& command, LimitOptions& options, bool key_required = true);
 
 // Parses and checks `options`; throws UsageError naming the bad value and the accepted form.
-LimitedRequest resolve(const LimitOptions& options);
+// Without `key_required`, an empty key is allowed (the key is optional).
+LimitedRequest resolve(const LimitOptions& options, bool key_required = true);
 
 // Checks a key typed by the user: not empty, at most 1024 bytes; throws UsageError.
 void check_key(std::string_view key);

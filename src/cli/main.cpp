@@ -15,7 +15,7 @@ namespace {
 
 constexpr const char* k_description =
     "Rate-limit shell commands. Invocations share per-key limits through a file-locked "
-    "SQLite database.";
+    "SQLite database, or across hosts through Redis.";
 
 constexpr const char* k_examples =
     "Examples:\n"
@@ -49,7 +49,7 @@ int main(int argc, char** argv) {
   GlobalOptions global;
   int exit_status = k_exit_granted;
   CLI::App app(k_description, "ratelimit");
-  app.set_version_flag("--version", "ratelimit " RATELIMIT_VERSION " (stores: sqlite)");
+  app.set_version_flag("--version", "ratelimit " RATELIMIT_VERSION " (stores: sqlite, redis)");
   app.require_subcommand(1);
   app.footer(k_examples);
   add_global_options(app, global);
@@ -57,6 +57,10 @@ int main(int argc, char** argv) {
   setup_wait(app, global, exit_status);
   setup_run(app, global, exit_status);
   setup_simulate(app, global, exit_status);
+  setup_pipe(app, global, exit_status);
+  setup_status(app, global, exit_status);
+  setup_reset(app, global, exit_status);
+  setup_gc(app, global, exit_status);
   for (CLI::App* command : app.get_subcommands({})) {
     // Global options may follow the command name too.
     command->fallthrough();
@@ -82,6 +86,8 @@ int main(int argc, char** argv) {
   } catch (const UsageError& error) {
     return fail(k_exit_usage, error.what());
   } catch (const store::KeyConflict& error) {
+    return fail(k_exit_usage, error.what());
+  } catch (const store::UnsupportedRequest& error) {
     return fail(k_exit_usage, error.what());
   } catch (const store::StoreError& error) {
     return fail(k_exit_store, error.what());

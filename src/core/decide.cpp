@@ -143,18 +143,33 @@ void give_back(KeyState& state, std::span<const Limit> limits, GrantLog& log, Na
   store_states(state, states);
 }
 
-Decision inspect(const KeyState& state, GrantLog& log, Nanos now) {
+Decision inspect(const KeyState& state, GrantLog& log, Nanos now, std::int64_t cost) {
   const Rules& rules = rules_for(state.algorithm);
   Decision decision;
   decision.now = std::max(now, state.clock);
-  decision.allowed = true;
   decision.limits.resize(state.limits.size());
-  summarise(decision, rules, state.limits, log, true);
+  Nanos at = decision.now;
+  for (std::size_t i = 0; i < state.limits.size(); ++i) {
+    const LimitState& limit_state = state.limits[i];
+    Slot slot = rules.earliest(limit_state.limit, limit_state, log, decision.now, cost);
+    decision.limits[i].retry_after = slot.at - decision.now;
+    if (slot.at > at) {
+      at = slot.at;
+      decision.binding = i;
+    }
+  }
+  decision.wait = at - decision.now;
+  decision.allowed = decision.wait == 0;
+  summarise(decision, rules, state.limits, log, decision.allowed);
   return decision;
 }
 
 bool is_fresh(const KeyState& state, GrantLog& log, Nanos now) {
-  return inspect(state, log, now).reset_after == 0;
+  const Rules& rules = rules_for(state.algorithm);
+  Nanos time = std::max(now, state.clock);
+  return std::all_of(state.limits.begin(), state.limits.end(), [&](const LimitState& limit_state) {
+    return rules.usage(limit_state.limit, limit_state, log, time).reset_after == 0;
+  });
 }
 
 } // namespace ratelimit::core

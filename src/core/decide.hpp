@@ -66,8 +66,10 @@ Decision decide(KeyState& state, std::span<const Limit> limits, GrantLog& log,
 void give_back(KeyState& state, std::span<const Limit> limits, GrantLog& log, Nanos now,
                const Grant& grant);
 
-// The key's standing under its stored limits, without changing it.
-Decision inspect(const KeyState& state, GrantLog& log, Nanos now);
+// The key's standing under its stored limits, without changing it: `allowed` and `wait`
+// say whether and when a `try` of `cost` would be granted, `remaining` and `reset_after`
+// what the key holds at `now` (or at its clock, when that is later).
+Decision inspect(const KeyState& state, GrantLog& log, Nanos now, std::int64_t cost = 1);
 
 // Whether `state` is a fresh key's at `now`: forgetting it would change no decision.
 bool is_fresh(const KeyState& state, GrantLog& log, Nanos now);

@@ -44,7 +44,9 @@ public:
       Counts counts = roll(state, window_start(time, period), period);
       std::int64_t room = limit.rate.count - cost - counts.current;
       if (room >= 0) {
-        if (counts.previous == 0) {
+        // With room for the whole previous count, any weight admits; this also keeps
+        // room * PERIOD / prev below PERIOD, inside int64.
+        if (counts.previous <= room) {
           return {time};
         }
         // The first elapsed time e with prev * (PERIOD - e) <= room * PERIOD.

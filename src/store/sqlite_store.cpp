@@ -5,15 +5,54 @@
 #include "util/clock.hpp"
 
 #include <fmt/format.h>
+#include <limits>
 
 namespace ratelimit::store {
 
+namespace {
+
+// The columns every query of a key's state selects, in this order; the name may follow.
+constexpr const char* k_state_columns = "id, algorithm, clock, limits, fresh_at";
+
+// The state stored in the columns of `statement` (see k_state_columns), or nothing when it
+// cannot be decoded.
+std::optional<core::KeyState> decode_state(const Statement& statement) {
+  auto algorithm = core::parse_algorithm(statement.column_blob(1));
+  auto limits = decode_limits(statement.column_blob(3));
+  if (!algorithm || !limits) {
+    return std::nullopt;
+  }
+  return core::KeyState{*algorithm, statement.column_int(2), std::move(*limits)};
+}
+
+// When a key whose standing is `standing` becomes a fresh key's, rounded up to a multiple of
+// 2^30 ns (about a second): a key used many times a second then moves in the index about
+// once a second, not at every decision (an index entry rewritten is one more page written
+// by each commit). Collecting a key up to a second late changes nothing.
+core::Nanos fresh_at(const core::Decision& standing) {
+  constexpr core::Nanos k_grain = core::Nanos{1} << 30;
+  core::Nanos exact = standing.now + standing.reset_after;
+  return exact > std::numeric_limits<core::Nanos>::max() - k_grain ? exact
+                                                                   : (exact | (k_grain - 1)) + 1;
+}
+
+// A cheap coin with odds of one in `n`, seeded by the clock: consecutive nanosecond
+// readings are mixed (splitmix64) so that a coarse clock cannot make it always or never
+// land.
+bool one_in(core::Nanos seed, int n) {
+  std::uint64_t z = static_cast<std::uint64_t>(seed) + 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  z ^= z >> 31;
+  return z % static_cast<std::uint64_t>(n) == 0;
+}
+
+} // namespace
+
 SqliteStore::SqliteStore(std::string path, core::Nanos lock_timeout)
     : m_database(std::move(path), lock_timeout),
-      m_select(m_database.handle(), "SELECT id, algorithm, clock, limits FROM keys WHERE name = ?1"),
-      m_insert(m_database.handle(),
-               "INSERT INTO keys (name, algorithm, clock, limits) VALUES (?1, ?2, ?3, ?4)"),
-      m_update(m_database.handle(), "UPDATE keys SET clock = ?2, limits = ?3 WHERE id = ?1") {}
+      m_select(m_database.handle(),
+               fmt::format("SELECT {} FROM keys WHERE name = ?1", k_state_columns)) {}
 
 SqliteStore::~SqliteStore() = default;
 
@@ -35,23 +74,46 @@ auto SqliteStore::transaction(Body&& body) {
   }
 }
 
-core::Nanos SqliteStore::now() { return util::realtime_nanos(); }
+template <typename Body>
+auto SqliteStore::read_transaction(Body&& body) {
+  m_database.execute("BEGIN");
+  try {
+    auto result = body();
+    m_database.execute("COMMIT");
+    return result;
+  } catch (...) {
+    sqlite3_exec(m_database.handle(), "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+}
+
+Statement& SqliteStore::prepared(std::unique_ptr<Statement>& slot, const char* sql) {
+  if (!slot) {
+    slot = std::make_unique<Statement>(m_database.handle(), sql);
+  }
+  return *slot;
+}
+
+core::Nanos SqliteStore::now() {
+  return util::realtime_nanos();
+}
+
+void SqliteStore::damaged(std::string_view key) const {
+  throw StoreError(fmt::format("database \"{}\": the state of key \"{}\" is damaged; "
+                               "run ratelimit reset on the key",
+                               m_database.path(), key));
+}
 
 std::optional<SqliteStore::Row> SqliteStore::find(std::string_view key) {
   m_select.bind_blob(1, key);
   std::optional<Row> row;
   if (m_select.step()) {
-    auto algorithm = core::parse_algorithm(
-        std::string_view(reinterpret_cast<const char*>(m_select.column_blob(1).data()),
-                         m_select.column_blob(1).size()));
-    auto limits = decode_limits(m_select.column_blob(3));
-    if (!algorithm || !limits) {
+    std::optional<core::KeyState> state = decode_state(m_select);
+    if (!state) {
       m_select.reset();
-      throw StoreError(fmt::format("database \"{}\": the state of key \"{}\" is damaged; "
-                                   "run ratelimit reset on the key",
-                                   m_database.path(), key));
+      damaged(key);
     }
-    row = Row{m_select.column_int(0), {*algorithm, m_select.column_int(2), *limits}};
+    row = Row{m_select.column_int(0), std::move(*state), m_select.column_int(4)};
   }
   m_select.reset();
   return row;
@@ -62,7 +124,8 @@ SqliteStore::Row SqliteStore::find_or_create(std::string_view key, core::Algorit
     return *row;
   }
   Row row{0, {algorithm, 0, {}}};
-  m_insert.bind_blob(1, key)
+  prepared(m_insert, "INSERT INTO keys (name, algorithm, clock, limits) VALUES (?1, ?2, ?3, ?4)")
+      .bind_blob(1, key)
       .bind_text(2, core::algorithm_name(algorithm))
       .bind(3, 0)
       .bind_blob(4, "")
@@ -71,16 +134,58 @@ SqliteStore::Row SqliteStore::find_or_create(std::string_view key, core::Algorit
   return row;
 }
 
-void SqliteStore::write(const Row& row) {
+void SqliteStore::write(const Row& row, core::Nanos fresh_at) {
   std::string limits = encode_limits(row.state.limits);
-  m_update.bind(1, row.id).bind(2, row.state.clock).bind_blob(3, limits).run();
+  if (fresh_at == row.fresh_at) {
+    prepared(m_update, "UPDATE keys SET clock = ?2, limits = ?3 WHERE id = ?1")
+        .bind(1, row.id)
+        .bind(2, row.state.clock)
+        .bind_blob(3, limits)
+        .run();
+  } else {
+    prepared(m_update_fresh_at,
+             "UPDATE keys SET clock = ?2, limits = ?3, fresh_at = ?4 WHERE id = ?1")
+        .bind(1, row.id)
+        .bind(2, row.state.clock)
+        .bind_blob(3, limits)
+        .bind(4, fresh_at)
+        .run();
+  }
 }
 
 void SqliteStore::erase(std::int64_t id) {
-  Statement erase_log(m_database.handle(), "DELETE FROM grant_log WHERE key_id = ?1");
-  erase_log.bind(1, id).run();
-  Statement erase_key(m_database.handle(), "DELETE FROM keys WHERE id = ?1");
-  erase_key.bind(1, id).run();
+  prepared(m_erase_log, "DELETE FROM grant_log WHERE key_id = ?1").bind(1, id).run();
+  prepared(m_erase_key, "DELETE FROM keys WHERE id = ?1").bind(1, id).run();
+}
+
+void SqliteStore::collect_some_garbage(core::Nanos now) {
+  Statement& due = prepared(m_due, "SELECT id, algorithm, clock, limits FROM keys "
+                                   "WHERE fresh_at <= ?1 ORDER BY fresh_at LIMIT ?2");
+  struct Due {
+    std::int64_t id;
+    std::optional<core::KeyState> state;
+  };
+  std::vector<Due> rows;
+  due.bind(1, now).bind(2, k_gc_batch);
+  while (due.step()) {
+    rows.push_back({due.column_int(0), decode_state(due)});
+  }
+  due.reset();
+  Statement& set_fresh_at = prepared(m_set_fresh_at, "UPDATE keys SET fresh_at = ?2 WHERE id = ?1");
+  for (const Due& row : rows) {
+    if (!row.state) {
+      // Left for `reset`; moved out of the way so that it is not examined again and again.
+      set_fresh_at.bind(1, row.id).bind(2, std::numeric_limits<core::Nanos>::max()).run();
+      continue;
+    }
+    SqliteGrantLog log(m_database.handle(), row.id);
+    core::Decision standing = core::inspect(*row.state, log, now);
+    if (standing.reset_after == 0) {
+      erase(row.id);
+    } else {
+      set_fresh_at.bind(1, row.id).bind(2, fresh_at(standing)).run();
+    }
+  }
 }
 
 core::Decision SqliteStore::decide(std::string_view key, core::Algorithm algorithm,
@@ -103,7 +208,11 @@ core::Decision SqliteStore::decide(std::string_view key, core::Algorithm algorit
       if (row.id == 0) {
         row.id = find_or_create(key, algorithm).id;
       }
-      write(row);
+      // From the whole stored state, which may hold limits this request did not name.
+      write(row, fresh_at(core::inspect(row.state, log, decision.now)));
+    }
+    if (one_in(request.now, k_gc_one_in)) {
+      collect_some_garbage(request.now);
     }
     return decision;
   });
@@ -117,39 +226,46 @@ void SqliteStore::give_back(std::string_view key, core::Algorithm algorithm,
       return 0; // reset meanwhile: there is nothing to give back to
     }
     SqliteGrantLog log(m_database.handle(), row->id);
-    core::give_back(row->state, limits, log, now(), grant);
-    write(*row);
+    core::Nanos time = now();
+    core::give_back(row->state, limits, log, time, grant);
+    write(*row, fresh_at(core::inspect(row->state, log, time)));
     return 0;
   });
 }
 
 std::vector<KeyStatus> SqliteStore::status(std::span<const std::string> keys) {
-  return transaction([&] {
+  return read_transaction([&] {
     std::vector<KeyStatus> result;
     core::Nanos time = now();
-    auto add = [&](std::string name, const Row& row) {
-      SqliteGrantLog log(m_database.handle(), row.id);
-      core::Decision standing = core::inspect(row.state, log, time);
-      result.push_back({std::move(name), row.state, std::move(standing)});
+    auto add = [&](std::string name, std::int64_t id, core::KeyState state) {
+      SqliteGrantLog log(m_database.handle(), id);
+      core::Decision standing = core::inspect(state, log, time);
+      result.push_back({std::move(name), std::move(state), std::move(standing)});
     };
     if (!keys.empty()) {
       for (const std::string& key : keys) {
         if (auto row = find(key)) {
-          add(key, *row);
+          add(key, row->id, std::move(row->state));
         }
       }
       return result;
     }
-    Statement all(m_database.handle(), "SELECT name FROM keys ORDER BY name");
-    std::vector<std::string> names;
+    // Every key in one pass over the table, in name order.
+    Statement all(m_database.handle(),
+                  fmt::format("SELECT {}, name FROM keys ORDER BY name", k_state_columns));
+    std::vector<std::pair<std::string, Row>> rows;
     while (all.step()) {
-      names.emplace_back(all.column_blob(0));
+      std::string name(all.column_blob(5));
+      std::optional<core::KeyState> state = decode_state(all);
+      if (!state) {
+        all.reset();
+        damaged(name);
+      }
+      rows.emplace_back(std::move(name), Row{all.column_int(0), std::move(*state)});
     }
     all.reset();
-    for (const std::string& name : names) {
-      if (auto row = find(name)) {
-        add(name, *row);
-      }
+    for (auto& [name, row] : rows) {
+      add(std::move(name), row.id, std::move(row.state));
     }
     return result;
   });
@@ -166,9 +282,17 @@ std::size_t SqliteStore::reset(std::span<const std::string> keys, bool all) {
       m_database.execute("DELETE FROM grant_log; DELETE FROM keys");
       return removed;
     }
+    // By id alone, without decoding the state: a damaged key can be reset too.
+    Statement& select_id = prepared(m_select_id, "SELECT id FROM keys WHERE name = ?1");
     for (const std::string& key : keys) {
-      if (auto row = find(key)) {
-        erase(row->id);
+      select_id.bind_blob(1, key);
+      std::optional<std::int64_t> id;
+      if (select_id.step()) {
+        id = select_id.column_int(0);
+      }
+      select_id.reset();
+      if (id) {
+        erase(*id);
         ++removed;
       }
     }
@@ -178,21 +302,26 @@ std::size_t SqliteStore::reset(std::span<const std::string> keys, bool all) {
 
 std::vector<std::string> SqliteStore::collect_garbage() {
   return transaction([&] {
-    std::vector<std::string> removed;
     core::Nanos time = now();
-    Statement all(m_database.handle(), "SELECT name FROM keys");
-    std::vector<std::string> names;
+    Statement all(m_database.handle(),
+                  fmt::format("SELECT {}, name FROM keys ORDER BY name", k_state_columns));
+    std::vector<std::pair<std::int64_t, std::string>> fresh;
     while (all.step()) {
-      names.emplace_back(all.column_blob(0));
+      std::optional<core::KeyState> state = decode_state(all);
+      if (!state) {
+        continue; // damaged: not ours to judge; `reset` removes it
+      }
+      std::int64_t id = all.column_int(0);
+      SqliteGrantLog log(m_database.handle(), id);
+      if (core::is_fresh(*state, log, time)) {
+        fresh.emplace_back(id, std::string(all.column_blob(5)));
+      }
     }
     all.reset();
-    for (const std::string& name : names) {
-      auto row = find(name);
-      SqliteGrantLog log(m_database.handle(), row->id);
-      if (core::is_fresh(row->state, log, time)) {
-        erase(row->id);
-        removed.push_back(name);
-      }
+    std::vector<std::string> removed;
+    for (auto& [id, name] : fresh) {
+      erase(id);
+      removed.push_back(std::move(name));
     }
     return removed;
   });

@@ -9,11 +9,19 @@
 
 namespace ratelimit::store {
 
-// Keys in one SQLite file shared by every process on the machine. Each call is a
-// `BEGIN IMMEDIATE ... COMMIT` inside an flock on the file, with the system clock read
-// once the lock is held.
+// Keys in one SQLite file shared by every process on the machine. Each call that writes is
+// a `BEGIN IMMEDIATE ... COMMIT` inside an flock on the file, with the system clock read
+// once the lock is held; `status` only reads, from a snapshot, without the lock.
+//
+// Decisions also collect garbage, so that a database of one-off keys does not grow without
+// bound: one decision in `k_gc_one_in`, chosen at random, forgets at most `k_gc_batch` keys
+// among those whose state has become a fresh key's, found through an index of the time each
+// key becomes fresh.
 class SqliteStore final : public Store {
 public:
+  static constexpr int k_gc_one_in = 16;
+  static constexpr int k_gc_batch = 32;
+
   SqliteStore(std::string path, core::Nanos lock_timeout);
   ~SqliteStore() override;
 
@@ -30,22 +38,38 @@ private:
   struct Row {
     std::int64_t id = 0;
     core::KeyState state;
+    core::Nanos fresh_at = 0; // as stored
   };
 
   // Runs `body` as one write transaction under the lock; rolls back if it throws.
   template <typename Body>
   auto transaction(Body&& body);
+  // Runs `body` in a read transaction: a consistent snapshot, without the writers' lock.
+  template <typename Body>
+  auto read_transaction(Body&& body);
 
   std::optional<Row> find(std::string_view key);
   // The row of `key`, created with a fresh state of `algorithm` when missing.
   Row find_or_create(std::string_view key, core::Algorithm algorithm);
-  void write(const Row& row);
+  // Stores `row`, and the time its state becomes a fresh key's when that has moved.
+  void write(const Row& row, core::Nanos fresh_at);
   void erase(std::int64_t id);
+  // Forgets at most `k_gc_batch` keys that are fresh at `now`.
+  void collect_some_garbage(core::Nanos now);
+  [[noreturn]] void damaged(std::string_view key) const;
+  Statement& prepared(std::unique_ptr<Statement>& slot, const char* sql);
 
   SqliteDatabase m_database;
   Statement m_select;
-  Statement m_insert;
-  Statement m_update;
+  // Prepared on first use: a process makes one decision and needs one or two of them.
+  std::unique_ptr<Statement> m_insert;
+  std::unique_ptr<Statement> m_update;
+  std::unique_ptr<Statement> m_update_fresh_at;
+  std::unique_ptr<Statement> m_select_id;
+  std::unique_ptr<Statement> m_erase_log;
+  std::unique_ptr<Statement> m_erase_key;
+  std::unique_ptr<Statement> m_due;
+  std::unique_ptr<Statement> m_set_fresh_at;
 };
 
 } // namespace ratelimit::store

@@ -21,6 +21,13 @@ public:
   using std::runtime_error::runtime_error;
 };
 
+// The request is valid but this store cannot serve it (a number it cannot hold). Exit
+// status 2.
+class UnsupportedRequest : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
 // A key's standing, as `status` shows it.
 struct KeyStatus {
   std::string key;

@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <ctime>
+#include <poll.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
 
 namespace ratelimit::util {
 
@@ -21,7 +24,12 @@ InterruptSignals::InterruptSignals() {
   sigprocmask(SIG_BLOCK, &m_blocked, &m_previous);
 }
 
-InterruptSignals::~InterruptSignals() { restore(); }
+InterruptSignals::~InterruptSignals() {
+  restore();
+  if (m_signal_fd >= 0) {
+    ::close(m_signal_fd);
+  }
+}
 
 void InterruptSignals::restore() {
   if (!m_restored) {
@@ -63,6 +71,53 @@ int InterruptSignals::sleep_for(std::int64_t duration_ns,
       return signal;
     }
     // EAGAIN: the step elapsed; EINTR: another signal (a stop, a window change): go on.
+  }
+}
+
+void InterruptSignals::block() {
+  if (m_restored) {
+    sigprocmask(SIG_BLOCK, &m_blocked, &m_previous);
+    m_restored = false;
+  }
+}
+
+int InterruptSignals::sleep_watching(std::int64_t duration_ns, int fd, bool& fd_gone) {
+  fd_gone = false;
+  if (m_signal_fd < 0) {
+    // Blocked signals are readable from a signalfd: one poll(2) waits for the clock, a
+    // signal and the descriptor at once.
+    m_signal_fd = ::signalfd(-1, &m_blocked, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (m_signal_fd < 0) {
+      return sleep_for(duration_ns);
+    }
+  }
+  std::int64_t deadline = monotonic_nanos() + duration_ns;
+  pollfd fds[2] = {{m_signal_fd, POLLIN, 0}, {fd, 0, 0}};
+  for (;;) {
+    std::int64_t left = std::max<std::int64_t>(0, deadline - monotonic_nanos());
+    timespec timeout{static_cast<time_t>(left / 1'000'000'000),
+                     static_cast<long>(left % 1'000'000'000)};
+    int ready = ::ppoll(fds, 2, &timeout, nullptr);
+    if (ready < 0 && errno != EINTR) {
+      return sleep_for(std::max<std::int64_t>(0, deadline - monotonic_nanos()));
+    }
+    if (fds[0].revents & POLLIN) {
+      signalfd_siginfo info{};
+      if (::read(m_signal_fd, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
+        return static_cast<int>(info.ssi_signo);
+      }
+    }
+    if (fds[1].revents & (POLLERR | POLLHUP)) {
+      fd_gone = true;
+      return 0;
+    }
+    if (fds[1].revents & POLLNVAL) {
+      fds[1].fd = -1;
+    }
+    if (deadline - monotonic_nanos() <= 0) {
+      // A signal that comes with the deadline is left pending for the caller's mask.
+      return 0;
+    }
   }
 }
 

@@ -28,10 +28,21 @@ public:
   // Puts back the signal mask from before, e.g. for a command about to be executed.
   void restore();
 
+  // Blocks the signals again after `restore`, for a caller that holds them only around each
+  // reservation and its sleep, and lets them end the process as usual in between.
+  void block();
+
+  // Sleeps like `sleep_for`, but also ends early, with `fd_gone` set and 0 returned, when
+  // `fd` reports an error or a hang-up to poll(2): the reader of an output pipe has gone.
+  // A signal that arrives as the sleep ends is left pending.
+  int sleep_watching(std::int64_t duration_ns, int fd, bool& fd_gone);
+
 private:
   sigset_t m_blocked{};
   sigset_t m_previous{};
   bool m_restored = false;
+  // A signalfd(2) for the blocked signals, made on first use by `sleep_watching`.
+  int m_signal_fd = -1;
 };
 
 } // namespace ratelimit::util

@@ -20,6 +20,74 @@ export RATELIMIT_DB=
 
 rl() { "$RATELIMIT" "$@"; }
 
+# The store a suite runs against: RATELIMIT_TEST_STORE=redis (set by ctest for the suites
+# registered once per store, or by a suite before sourcing this file) starts a redis-server
+# of the suite's own on 127.0.0.1 at a free port, with no persistence, points
+# RATELIMIT_STORE at it and empties it before every test; it is stopped by PID at the end.
+# Without redis-server the suite is skipped (exit 77), except in CI (CI=true) where it fails.
+STORE=${RATELIMIT_TEST_STORE:-sqlite}
+REDIS_PORT=
+REDIS_PID=
+
+# For a test that applies to one store only (it reads the SQLite file, say):
+#   on_store sqlite || return 0
+on_store() { [ "$STORE" = "$1" ]; }
+
+# redis-cli against the suite's server.
+rcli() { redis-cli -p "$REDIS_PORT" "$@"; }
+
+stop_redis() {
+  if [ -n "$REDIS_PID" ]; then
+    kill -CONT "$REDIS_PID" 2>/dev/null
+    kill "$REDIS_PID" 2>/dev/null
+    wait "$REDIS_PID" 2>/dev/null
+    REDIS_PID=
+  fi
+}
+
+start_redis() {
+  if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
+    if [ "${CI:-}" = true ]; then
+      echo "$SUITE_NAME: redis-server is required in CI (apt-get install redis-server)" >&2
+      exit 1
+    fi
+    echo "$SUITE_NAME: skipped: redis-server is not installed"
+    exit 77
+  fi
+  local attempt port pid
+  for attempt in 1 2 3 4 5 6 7 8; do
+    port=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
+    redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$WORK_ROOT" \
+      >"$WORK_ROOT/redis.log" 2>&1 &
+    pid=$!
+    local tries
+    for tries in $(seq 100); do
+      # Ours, not another server that already had the port.
+      if [ "$(redis-cli -p "$port" info server 2>/dev/null | tr -d '\r' |
+        sed -n 's/^process_id://p')" = "$pid" ]; then
+        REDIS_PORT=$port
+        REDIS_PID=$pid
+        trap stop_redis EXIT
+        export RATELIMIT_STORE="redis://127.0.0.1:$port"
+        echo "  store: $RATELIMIT_STORE (redis-server pid $pid)"
+        return 0
+      fi
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.05
+    done
+    kill "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+  done
+  echo "$SUITE_NAME: redis-server did not start on 127.0.0.1" >&2
+  exit 1
+}
+
+if [ "$STORE" = redis ]; then
+  start_redis
+else
+  unset RATELIMIT_STORE # the suite's own database, whatever the caller's environment says
+fi
+
 _failures=0
 _current_failed=0
 
@@ -84,8 +152,8 @@ now_ms() { date +%s%3N; }
 # strings): the first occurrence, which precedes any nested "limits" array.
 json_field() {
   local json=$1 field=$2
-  printf '%s\n' "$json" | sed -n "s/^{\"$field\":\(\"[^\"]*\"\|[^,}]*\).*/\1/p;
-    s/^{[^[]*[,{]\"$field\":\(\"[^\"]*\"\|[^,}]*\).*/\1/p" | head -n 1
+  printf '%s\n' "$json" | sed -n "s/^[^{]*{\"$field\":\(\"[^\"]*\"\|[^,}]*\).*/\1/p;
+    s/^[^{]*{[^[]*[,{]\"$field\":\(\"[^\"]*\"\|[^,}]*\).*/\1/p" | head -n 1
 }
 
 run_suite() {
@@ -99,6 +167,9 @@ run_suite() {
     mkdir -p "$TEST_DIR"
     DB="$TEST_DIR/ratelimit.db"
     export RATELIMIT_DB="$DB"
+    if [ "$STORE" = redis ]; then
+      rcli FLUSHALL >/dev/null
+    fi
     _current_failed=0
     local started
     started=$(now_ms)

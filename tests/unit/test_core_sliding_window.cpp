@@ -137,3 +137,12 @@ TEST_CASE("core::sliding_window a key's clock never runs backwards") {
   CHECK_FALSE(stepped.allowed);
   CHECK(stepped.now == k_t0 + 90 * k_s);
 }
+
+TEST_CASE("core::sliding_window with a large count grants in the next window at once") {
+  // room * PERIOD / prev used to overflow int64 for a million a day after one grant.
+  TestKey key(Algorithm::sliding_window, {limit_of(1'000'000, 24 * 60 * k_min)});
+  CHECK(key.attempt(k_t0, 1).allowed);
+  Decision next_day = key.attempt(k_t0 + 24 * 60 * k_min + k_s, 1);
+  CHECK(next_day.allowed);
+  CHECK(next_day.wait == 0);
+}

@@ -1,0 +1,287 @@
+// `pipe`: copies standard input to standard output one record at a time, each record
+// released when it gets its slot. Records released by one decision go out in one write, so
+// that at a rate that never binds the copy runs at nearly the speed of cat, while a record
+// that has to wait for its slot is written the moment it gets it.
+#include "cli/acquire.hpp"
+#include "cli/commands.hpp"
+#include "cli/exit_status.hpp"
+#include "cli/pipe_gate.hpp"
+#include "cli/report.hpp"
+#include "cli/usage_error.hpp"
+#include "util/clock.hpp"
+#include "util/fd_io.hpp"
+#include "util/record_reader.hpp"
+#include "util/signals.hpp"
+
+#include <algorithm>
+#include <csignal>
+#include <cstring>
+#include <fmt/format.h>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+namespace ratelimit::cli {
+
+namespace {
+
+// What a closed reader ends `pipe` with: death by SIGPIPE, as cat and every other filter,
+// which shells report as status 141 and print nothing for.
+constexpr int k_exit_reader_gone = 128 + SIGPIPE;
+// An unreadable input or an unwritable output: bad input, as far as the table of exit
+// statuses goes.
+constexpr int k_exit_io = k_exit_usage;
+
+constexpr int k_input = STDIN_FILENO;
+constexpr int k_output = STDOUT_FILENO;
+
+struct PipeOptions {
+  LimitOptions limit;
+  bool key_given = false;
+  bool null = false;
+  std::string timeout;
+};
+
+int end_for_reader_gone() {
+  // The same end whether write(2) raised SIGPIPE itself or the reader went while we slept.
+  // When SIGPIPE is ignored or blocked, the status says the same thing.
+  ::raise(SIGPIPE);
+  return k_exit_reader_gone;
+}
+
+// Holds the interrupt signals blocked for one reservation and its sleep.
+class HeldSignals {
+public:
+  explicit HeldSignals(util::InterruptSignals& signals) : m_signals(signals) { m_signals.block(); }
+  ~HeldSignals() { m_signals.restore(); }
+  HeldSignals(const HeldSignals&) = delete;
+  HeldSignals& operator=(const HeldSignals&) = delete;
+
+private:
+  util::InterruptSignals& m_signals;
+};
+
+class Pipe {
+public:
+  Pipe(PipeGate& gate, const LimitedRequest& request, const GlobalOptions& global, char delimiter,
+       core::Nanos timeout)
+      : m_gate(gate), m_request(request), m_global(global), m_timeout(timeout),
+        m_reader(k_input, delimiter), m_combine(instant_grants_combine(request.algorithm)) {
+    if (m_gate.shared()) {
+      // Held only around each reservation and its sleep: reading and writing end on a
+      // signal as in any filter.
+      m_signals.emplace();
+      m_signals->restore();
+    }
+    // Wake-ups as close to each slot as the kernel allows, rather than up to 50 µs late:
+    // with a small burst, lateness is lost rate.
+    ::prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+  }
+
+  int run() {
+    for (;;) {
+      util::RecordReader::Span first = m_reader.peek(1);
+      if (first.records == 0) {
+        if (util::wait_for_input(k_input, k_output) == util::InputWait::reader_gone) {
+          return end_for_reader_gone();
+        }
+        if (m_reader.fill()) {
+          continue;
+        }
+        if (m_reader.error() != 0) {
+          fmt::print(stderr, "ratelimit: pipe: cannot read standard input: {}\n",
+                     std::strerror(m_reader.error()));
+          return k_exit_io;
+        }
+        // A last record without a delimiter passes through as it is.
+        std::string_view rest = m_reader.rest();
+        if (rest.empty()) {
+          return k_exit_granted;
+        }
+        if (int status = release(rest.size(), false); status >= 0) {
+          return status;
+        }
+        return k_exit_granted;
+      }
+      if (int status = release(first.bytes.size(), true); status >= 0) {
+        return status;
+      }
+    }
+  }
+
+private:
+  // Takes a slot for the record of `size` bytes at the cursor, plus slots for the records
+  // after it that are granted at the same instant when `more` allows, and writes them all.
+  // Returns -1 to go on, or the exit status.
+  int release(std::size_t size, bool more) {
+    core::Decision decision;
+    if (int status = take_slot(decision); status >= 0) {
+      return status;
+    }
+    ++m_released;
+    if (more && m_combine && decision.wait == 0) {
+      size = add_instant_grants(size, decision.remaining / m_request.cost);
+    }
+    util::WriteResult result = util::write_all(k_output, m_reader.buffered().substr(0, size));
+    if (result == util::WriteResult::reader_gone) {
+      return end_for_reader_gone();
+    }
+    if (result == util::WriteResult::failed) {
+      fmt::print(stderr, "ratelimit: pipe: cannot write standard output: {}\n",
+                 std::strerror(errno));
+      return k_exit_io;
+    }
+    m_reader.consume(size);
+    return -1;
+  }
+
+  // Reserves the next record's slot and sleeps until it, within --timeout. Returns -1 when
+  // the slot has come, with `decision` the grant, or the exit status.
+  int take_slot(core::Decision& decision) {
+    std::int64_t started = util::monotonic_nanos();
+    for (;;) {
+      core::Request request;
+      request.cost = m_request.cost;
+      request.reserve = true;
+      request.max_wait = budget(started);
+      // A reservation in the store must not be lost to a signal before the sleep that
+      // could give it back; one in this process goes with it.
+      std::optional<HeldSignals> held;
+      if (m_signals) {
+        held.emplace(*m_signals);
+      }
+      decision = m_gate.decide(request);
+      if (decision.allowed && decision.wait == 0) {
+        return -1;
+      }
+      if (decision.wait > request.max_wait) {
+        report_timeout(decision);
+        return m_global.limited_exit_code;
+      }
+      // A slot later on, or a full leaky-bucket queue that takes requests again then.
+      bool reader_gone = false;
+      if (m_signals) {
+        if (int signal = m_signals->sleep_watching(decision.wait, k_output, reader_gone)) {
+          if (decision.allowed) {
+            m_gate.give_back(decision.grant);
+          }
+          return 128 + signal;
+        }
+      } else {
+        // Signals end the process as they would cat; the shell reports 128+N all the same.
+        reader_gone = !util::sleep_unless_reader_gone(k_output, decision.wait);
+      }
+      if (reader_gone) {
+        if (decision.allowed) {
+          m_gate.give_back(decision.grant);
+        }
+        return end_for_reader_gone();
+      }
+      if (decision.allowed) {
+        return -1;
+      }
+    }
+  }
+
+  // The longest wait --timeout still allows for a record first asked for at `started`.
+  core::Nanos budget(std::int64_t started) const {
+    if (m_timeout == std::numeric_limits<core::Nanos>::max()) {
+      return m_timeout;
+    }
+    return std::max<core::Nanos>(0, m_timeout - (util::monotonic_nanos() - started));
+  }
+
+  // With `units` of cost still free at the instant the record of `size` bytes was granted,
+  // takes them for the complete records buffered after it; returns the bytes released.
+  std::size_t add_instant_grants(std::size_t size, std::int64_t units) {
+    if (units <= 0) {
+      return size;
+    }
+    util::RecordReader::Span span = m_reader.peek(static_cast<std::size_t>(units) + 1);
+    std::size_t records = span.records - 1;
+    if (records == 0) {
+      return size;
+    }
+    core::Request request;
+    request.cost = static_cast<std::int64_t>(records) * m_request.cost;
+    // A try: nothing is reserved, so nothing would need giving back on a signal. Another
+    // process sharing the key may have taken the units meanwhile; the records then wait
+    // for their own slots.
+    if (!m_gate.decide(request).allowed) {
+      return size;
+    }
+    m_released += records;
+    return span.bytes.size();
+  }
+
+  void report_timeout(const core::Decision& decision) const {
+    if (m_global.quiet) {
+      return;
+    }
+    std::string key = m_request.key.empty() ? "" : " on " + printable_key(m_request.key);
+    fmt::print(stderr,
+               "ratelimit: pipe: no slot within {} for record {}{} {}; next slot in {}; "
+               "stopped before it\n",
+               core::format_seconds(m_timeout), m_released + 1, key,
+               describe_limit(m_request.algorithm, m_request.limits[decision.binding]),
+               core::format_seconds(decision.wait));
+  }
+
+  PipeGate& m_gate;
+  const LimitedRequest& m_request;
+  const GlobalOptions& m_global;
+  core::Nanos m_timeout;
+  util::RecordReader m_reader;
+  // For a shared gate only.
+  std::optional<util::InterruptSignals> m_signals;
+  bool m_combine;
+  std::uint64_t m_released = 0;
+};
+
+int run_pipe(const PipeOptions& options, const GlobalOptions& global) {
+  // An empty KEY typed out is a mistake, not a request for a limiter of our own.
+  LimitedRequest request = resolve(options.limit, options.key_given);
+  core::Nanos timeout = parse_timeout(options.timeout);
+  if (global.json) {
+    throw UsageError("--json does not apply to pipe: standard output carries the records");
+  }
+  char delimiter = options.null ? '\0' : '\n';
+  if (request.key.empty()) {
+    LocalGate gate(request, util::realtime_nanos);
+    return Pipe(gate, request, global, delimiter, timeout).run();
+  }
+  // One connection for the whole stream; each decision is its own transaction.
+  auto store = open_store(global);
+  StoreGate gate(*store, request);
+  return Pipe(gate, request, global, delimiter, timeout).run();
+}
+
+} // namespace
+
+void setup_pipe(CLI::App& app, const GlobalOptions& global, int& exit_status) {
+  auto options = std::make_shared<PipeOptions>();
+  CLI::App* command = app.add_subcommand(
+      "pipe", "Copy stdin to stdout, releasing each line (or NUL-terminated record) at its slot");
+  command->footer(
+      "Without KEY the limit is this process's own; with KEY every record takes a slot of the "
+      "shared key.\n"
+      "Exit status: 0 at the end of the input; 1 (-E) when a record gets no slot within "
+      "--timeout; 141, killed by SIGPIPE like cat, when the reader goes away; 128+N on "
+      "signal N during a wait.\n"
+      "Example: producer | ratelimit pipe -r 5/s | xargs -n1 curl -sO");
+  add_limit_options(*command, options->limit, /*key_required=*/false);
+  command->add_flag("-0,--null", options->null,
+                    "Records end in NUL, not newline (find -print0, xargs -0)");
+  command
+      ->add_option("-t,--timeout", options->timeout,
+                   "Stop (exit 1) at a record whose slot is further away than this")
+      ->option_text("DURATION");
+  command->callback([command, options, &global, &exit_status] {
+    options->key_given = command->count("key") > 0;
+    exit_status = run_pipe(*options, global);
+  });
+}
+
+} // namespace ratelimit::cli

@@ -1,0 +1,52 @@
+#include "cli/commands.hpp"
+#include "cli/exit_status.hpp"
+#include "cli/limit_options.hpp"
+#include "cli/usage_error.hpp"
+#include "store/store.hpp"
+#include "util/json.hpp"
+
+#include <fmt/format.h>
+#include <memory>
+
+namespace ratelimit::cli {
+
+namespace {
+
+struct ResetOptions {
+  std::vector<std::string> keys;
+  bool all = false;
+};
+
+int run_reset(const ResetOptions& options, const GlobalOptions& global) {
+  if (options.all == !options.keys.empty()) {
+    throw UsageError(options.all ? "give keys or --all, not both"
+                                 : "no key given; expected ratelimit reset KEY... or "
+                                   "ratelimit reset --all");
+  }
+  for (const std::string& key : options.keys) {
+    check_key(key);
+  }
+  auto store = open_store(global);
+  std::size_t removed = store->reset(options.keys, options.all);
+  if (global.json) {
+    util::JsonObject object;
+    object.field("removed", static_cast<std::int64_t>(removed));
+    fmt::print("{}\n", object.str());
+  }
+  return k_exit_granted;
+}
+
+} // namespace
+
+void setup_reset(CLI::App& app, const GlobalOptions& global, int& exit_status) {
+  auto options = std::make_shared<ResetOptions>();
+  CLI::App* command =
+      app.add_subcommand("reset", "Forget keys, as if never used (unknown keys are no error)");
+  command->footer("Example: ratelimit reset api; ratelimit reset --all");
+  command->add_option("key", options->keys, "Keys to forget");
+  command->add_flag("--all", options->all, "Forget every key");
+  command->callback(
+      [options, &global, &exit_status] { exit_status = run_reset(*options, global); });
+}
+
+} // namespace ratelimit::cli

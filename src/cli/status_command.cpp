@@ -1,0 +1,182 @@
+#include "cli/commands.hpp"
+#include "cli/exit_status.hpp"
+#include "cli/limit_options.hpp"
+#include "cli/report.hpp"
+#include "store/store.hpp"
+#include "util/json.hpp"
+
+#include <algorithm>
+#include <array>
+#include <ctime>
+#include <fmt/format.h>
+#include <memory>
+
+namespace ratelimit::cli {
+
+namespace {
+
+// A key asked for by name that the store does not hold.
+constexpr int k_exit_unknown_key = 1;
+
+struct StatusOptions {
+  std::vector<std::string> keys;
+};
+
+// `2025-06-01T12:00:00.123Z`.
+std::string utc_time(core::Nanos time) {
+  std::time_t seconds = static_cast<std::time_t>(core::floor_div(time, core::k_nanos_per_second));
+  std::int64_t millis = (time - seconds * core::k_nanos_per_second) / core::k_nanos_per_milli;
+  std::tm parts{};
+  gmtime_r(&seconds, &parts);
+  std::array<char, 32> text{};
+  std::strftime(text.data(), text.size(), "%Y-%m-%dT%H:%M:%S", &parts);
+  return fmt::format("{}.{:03}Z", text.data(), millis);
+}
+
+// `10/s burst 20, 100/min burst 100`; the window algorithms have no burst.
+std::string describe_limits(const core::KeyState& state) {
+  std::string text;
+  for (const core::LimitState& limit : state.limits) {
+    if (!text.empty()) {
+      text += ", ";
+    }
+    text += core::format_rate(limit.limit.rate);
+    if (core::takes_burst(state.algorithm)) {
+      text += fmt::format(" burst {}", limit.limit.burst);
+    }
+  }
+  return text;
+}
+
+std::string json_status(const store::KeyStatus& status) {
+  const core::Decision& standing = status.standing;
+  const core::KeyState& state = status.state;
+  util::JsonObject object;
+  object.field("key", status.key).field("algorithm", core::algorithm_name(state.algorithm));
+  if (!state.limits.empty()) {
+    const core::Limit& binding = state.limits[standing.binding].limit;
+    object.field("limit", binding.rate.count)
+        .raw_field("period_ms", json_millis(binding.rate.period))
+        .field("burst", binding.capacity(state.algorithm));
+  }
+  object.field("remaining", standing.remaining)
+      .field("retry_after_ms", core::ceil_millis(standing.wait))
+      .field("reset_after_ms", core::ceil_millis(standing.reset_after))
+      .field("last_use", utc_time(state.clock))
+      .field("idle_ms", (standing.now - state.clock) / core::k_nanos_per_milli);
+  std::string limits = "[";
+  for (std::size_t i = 0; i < state.limits.size(); ++i) {
+    const core::Limit& limit = state.limits[i].limit;
+    const core::LimitReport& report = standing.limits[i];
+    util::JsonObject item;
+    item.field("limit", limit.rate.count)
+        .raw_field("period_ms", json_millis(limit.rate.period))
+        .field("burst", limit.capacity(state.algorithm))
+        .field("binding", i == standing.binding)
+        .field("remaining", report.remaining)
+        .field("retry_after_ms", core::ceil_millis(report.retry_after))
+        .field("reset_after_ms", core::ceil_millis(report.reset_after));
+    limits += (i ? "," : "") + item.str();
+  }
+  object.raw_field("limits", limits + "]");
+  return object.str();
+}
+
+// Columns as wide as their widest cell, in characters (UTF-8 sequences count as one).
+std::size_t display_width(std::string_view text) {
+  std::size_t width = 0;
+  for (char c : text) {
+    width += (static_cast<unsigned char>(c) & 0xc0) != 0x80 ? 1 : 0;
+  }
+  return width;
+}
+
+void print_table(const std::vector<std::array<std::string, 7>>& rows) {
+  std::array<std::size_t, 7> widths{};
+  for (const auto& row : rows) {
+    for (std::size_t column = 0; column < row.size(); ++column) {
+      widths[column] = std::max(widths[column], display_width(row[column]));
+    }
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    for (std::size_t column = 0; column < row.size(); ++column) {
+      out += row[column];
+      if (column + 1 < row.size()) {
+        out.append(widths[column] - display_width(row[column]) + 2, ' ');
+      }
+    }
+    out += '\n';
+  }
+  fmt::print("{}", out);
+}
+
+int run_status(const StatusOptions& options, const GlobalOptions& global) {
+  for (const std::string& key : options.keys) {
+    check_key(key);
+  }
+  auto store = open_store(global);
+  std::vector<store::KeyStatus> found = store->status(options.keys);
+
+  // In the order asked for; a key named twice is shown twice.
+  std::vector<const store::KeyStatus*> shown;
+  int exit_status = k_exit_granted;
+  if (options.keys.empty()) {
+    for (const store::KeyStatus& status : found) {
+      shown.push_back(&status);
+    }
+  } else {
+    for (const std::string& key : options.keys) {
+      auto match = std::find_if(found.begin(), found.end(),
+                                [&](const store::KeyStatus& status) { return status.key == key; });
+      if (match == found.end()) {
+        fmt::print(stderr,
+                   "ratelimit: unknown key {}: it has no state (never used, reset or "
+                   "collected as fresh)\n",
+                   printable_key(key));
+        exit_status = k_exit_unknown_key;
+      } else {
+        shown.push_back(&*match);
+      }
+    }
+  }
+
+  if (global.json) {
+    std::string out = "[";
+    for (std::size_t i = 0; i < shown.size(); ++i) {
+      out += (i ? "," : "") + json_status(*shown[i]);
+    }
+    fmt::print("{}]\n", out);
+    return exit_status;
+  }
+  if (shown.empty()) {
+    return exit_status;
+  }
+  std::vector<std::array<std::string, 7>> rows{
+      {"KEY", "ALGORITHM", "LIMITS", "REMAINING", "RETRY AFTER", "RESET AFTER", "LAST USE"}};
+  for (const store::KeyStatus* status : shown) {
+    const core::Decision& standing = status->standing;
+    rows.push_back({printable_key(status->key),
+                    std::string(core::algorithm_name(status->state.algorithm)),
+                    describe_limits(status->state), std::to_string(standing.remaining),
+                    core::format_seconds(standing.wait), core::format_seconds(standing.reset_after),
+                    core::format_seconds(standing.now - status->state.clock) + " ago"});
+  }
+  print_table(rows);
+  return exit_status;
+}
+
+} // namespace
+
+void setup_status(CLI::App& app, const GlobalOptions& global, int& exit_status) {
+  auto options = std::make_shared<StatusOptions>();
+  CLI::App* command = app.add_subcommand(
+      "status", "Show the state of keys (all keys without KEY) without consuming anything");
+  command->footer("Exit status: 0, or 1 when a KEY named is unknown (the others are shown).\n"
+                  "Example: ratelimit status api --json");
+  command->add_option("key", options->keys, "Keys to show (default: every key)");
+  command->callback(
+      [options, &global, &exit_status] { exit_status = run_status(*options, global); });
+}
+
+} // namespace ratelimit::cli

@@ -1,0 +1,81 @@
+-- The sliding log's grants of one key, as src/core/grant_log.hpp describes them: per limit
+-- (named by its period) entries of (time, cumulative cost), oldest first. Two sorted sets
+-- index the same entries, as SQLite's two indexes do, so that every question is one
+-- O(log n) seek:
+--   BASE:t:PERIOD  score = time,            member = the cumulative cost, zero-padded
+--   BASE:c:PERIOD  score = cumulative cost, member = the same string
+-- Times and cumulative costs both grow along the log, and the padding makes members that
+-- share a time sort by cumulative cost too.
+
+local function log_keys(base, period)
+  return base .. ':t:' .. int(period), base .. ':c:' .. int(period)
+end
+
+local function member(cumulative)
+  return string.format('%016d', cumulative)
+end
+
+local function redis_log(base)
+  local log = {}
+
+  function log.cumulative_through(period, time)
+    local by_time = log_keys(base, period)
+    local found = redis.call('ZREVRANGEBYSCORE', by_time, int(time), '-inf', 'LIMIT', 0, 1)
+    if #found == 0 then
+      return nil
+    end
+    return tonumber(found[1])
+  end
+
+  function log.time_reaching(period, cumulative)
+    local by_time, by_cost = log_keys(base, period)
+    local found = redis.call('ZRANGEBYSCORE', by_cost, int(cumulative), '+inf', 'LIMIT', 0, 1)
+    if #found == 0 then
+      return nil
+    end
+    return tonumber(redis.call('ZSCORE', by_time, found[1]))
+  end
+
+  function log.last_time(period)
+    local by_time = log_keys(base, period)
+    local found = redis.call('ZRANGE', by_time, -1, -1, 'WITHSCORES')
+    if #found == 0 then
+      return nil
+    end
+    return tonumber(found[2])
+  end
+
+  function log.append(period, time, cumulative)
+    local by_time, by_cost = log_keys(base, period)
+    redis.call('ZADD', by_time, int(time), member(cumulative))
+    redis.call('ZADD', by_cost, int(cumulative), member(cumulative))
+  end
+
+  -- Drops the entries at or before `time`, the last of which has `cumulative`.
+  function log.forget_through(period, time, cumulative)
+    local by_time, by_cost = log_keys(base, period)
+    redis.call('ZREMRANGEBYSCORE', by_time, '-inf', int(time))
+    redis.call('ZREMRANGEBYSCORE', by_cost, '-inf', int(cumulative))
+  end
+
+  function log.remove(period, cumulative, cost)
+    local by_time, by_cost = log_keys(base, period)
+    if not redis.call('ZSCORE', by_time, member(cumulative)) then
+      return
+    end
+    redis.call('ZREM', by_time, member(cumulative))
+    redis.call('ZREM', by_cost, member(cumulative))
+    -- Renumbered in increasing order, the later entries never meet a member still in use.
+    local later = redis.call('ZRANGEBYSCORE', by_cost, '(' .. int(cumulative), '+inf')
+    for _, old in ipairs(later) do
+      local time = redis.call('ZSCORE', by_time, old)
+      local renumbered = member(tonumber(old) - cost)
+      redis.call('ZREM', by_time, old)
+      redis.call('ZREM', by_cost, old)
+      redis.call('ZADD', by_time, time, renumbered)
+      redis.call('ZADD', by_cost, int(tonumber(old) - cost), renumbered)
+    end
+  end
+
+  return log
+end

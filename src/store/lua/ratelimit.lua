@@ -1,0 +1,342 @@
+-- One call of this script is one atomic operation on one key, mirroring src/core/decide.cpp.
+--   KEYS[1]   the key's hash: algorithm, clock, limits ("count period burst s1 s2 s3" per
+--             limit, in order); KEYS[2..] its sliding logs, BASE:t:PERIOD and BASE:c:PERIOD
+--   ARGV[1]   decide | give_back | inspect | reset
+--   ARGV[2]   now in microseconds, for the conformance test only; empty: the server's TIME.
+--             With an explicit now nothing expires, so that a test's clock need not be real.
+--   decide    ARGV[3..] algorithm cost reserve(0|1) max_wait(-1: none) n, n x (count
+--             period burst) -> {'ok', allowed, now, wait, binding, remaining, reset_after,
+--             at, n, n x (remaining, reset_after, retry_after, marker)}
+--             or {'conflict', stored algorithm}
+--   give_back ARGV[3..] algorithm at cost n, n x (count period burst), n x marker -> {'ok'}
+--   inspect   ARGV[3] cost (empty: 1) -> {'none'} or {'ok', algorithm, clock, now, allowed,
+--             wait, binding, n, n x (count period burst s1 s2 s3 remaining reset_after
+--             retry_after)}, as core::inspect for a try of that cost
+--   reset     -> 1 if the key existed, else 0
+-- Every stored value expires when its state is a fresh key's again, so nothing needs gc.
+
+local base = KEYS[1]
+local op = ARGV[1]
+local explicit_now = ARGV[2] ~= ''
+
+local function server_time()
+  local time = redis.call('TIME')
+  return tonumber(time[1]) * 1000000 + tonumber(time[2])
+end
+
+local now
+if explicit_now then
+  now = tonumber(ARGV[2])
+else
+  now = server_time()
+end
+
+local function make_limit(count, period, burst)
+  return {count = count, period = period, burst = burst, interval = ceil_div(period, count)}
+end
+
+-- The stored state, or nil for a fresh key; errors on a value it cannot read.
+local function load()
+  local flat = redis.call('HMGET', base, 'algorithm', 'clock', 'limits')
+  if not flat[1] and not flat[2] and not flat[3] then
+    return nil
+  end
+  local state = {algorithm = flat[1], clock = tonumber(flat[2]), limits = {}}
+  local values = {}
+  for word in string.gmatch(flat[3] or '', '%S+') do
+    values[#values + 1] = tonumber(word)
+  end
+  if not rules[state.algorithm or ''] or not state.clock or #values == 0 or #values % 6 ~= 0 then
+    return nil, 'damaged'
+  end
+  for i = 1, #values, 6 do
+    state.limits[#state.limits + 1] = {
+      limit = make_limit(values[i], values[i + 1], values[i + 2]),
+      slots = {values[i + 3], values[i + 4], values[i + 5]},
+    }
+  end
+  return state
+end
+
+local function damaged()
+  return redis.error_reply('the state of key ' .. base .. ' is damaged; reset the key')
+end
+
+-- Limits from ARGV[first..]: n, then n triples.
+local function read_limits(first)
+  local n = tonumber(ARGV[first])
+  local limits = {}
+  for i = 1, n do
+    local at = first + 3 * (i - 1)
+    limits[i] = make_limit(tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2]), tonumber(ARGV[at + 3]))
+  end
+  return limits, first + 1 + 3 * n
+end
+
+-- The stored slots of each requested limit, by period; a limit not stored yet is fresh.
+local function states_for(state, limits)
+  local states = {}
+  for i, limit in ipairs(limits) do
+    states[i] = {0, 0, 0}
+    for _, stored in ipairs(state and state.limits or {}) do
+      if stored.limit.period == limit.period then
+        states[i] = {stored.slots[1], stored.slots[2], stored.slots[3]}
+      end
+    end
+  end
+  return states
+end
+
+-- Every key that holds state for `algorithm` with `limits` (a list of limit tables).
+local function keys_of(algorithm, limits)
+  local keys = {base}
+  if algorithm == 'sliding-log' then
+    for _, limit in ipairs(limits) do
+      local by_time, by_cost = log_keys(base, limit.period)
+      keys[#keys + 1] = by_time
+      keys[#keys + 1] = by_cost
+    end
+  end
+  return keys
+end
+
+local function stored_limits(state)
+  local limits = {}
+  for i, stored in ipairs(state and state.limits or {}) do
+    limits[i] = stored.limit
+  end
+  return limits
+end
+
+-- Every stored limit and its slots, `states` of `limits` written over the stored ones. A
+-- stored limit that this request did not name keeps its state (and a sliding log its
+-- entries): another process may still be limited by it.
+local function store_states(state, limits, states)
+  local all_limits, all_states = {}, {}
+  for i, stored in ipairs(state and state.limits or {}) do
+    all_limits[i], all_states[i] = stored.limit, stored.slots
+  end
+  for i, limit in ipairs(limits) do
+    local found = #all_limits + 1
+    for j, stored in ipairs(all_limits) do
+      if stored.period == limit.period then
+        found = j
+      end
+    end
+    all_limits[found], all_states[found] = limit, states[i]
+  end
+  return all_limits, all_states
+end
+
+-- Writes the key's state, every stored limit of it. Keys expire at `fresh_at`, when the
+-- state is a fresh key's again.
+local function save(algorithm, clock, limits, states, fresh_at)
+  local fields = {}
+  for i, limit in ipairs(limits) do
+    local s = states[i]
+    fields[#fields + 1] = table.concat({int(limit.count), int(limit.period), int(limit.burst),
+                                        int(s[1]), int(s[2]), int(s[3])}, ' ')
+  end
+  redis.call('HSET', base, 'algorithm', algorithm, 'clock', int(clock), 'limits',
+             table.concat(fields, ' '))
+  local keys = keys_of(algorithm, limits)
+  if explicit_now then
+    for _, key in ipairs(keys) do
+      redis.call('PERSIST', key)
+    end
+    return
+  end
+  local ttl = fresh_at - server_time()
+  for _, key in ipairs(keys) do
+    if ttl <= 0 then
+      redis.call('DEL', key)
+    else
+      -- A millisecond more than the rounding: expiring early could grant too soon.
+      redis.call('PEXPIRE', key, ceil_div(ttl, 1000) + 1)
+    end
+  end
+end
+
+-- The standing of `states` at `at_now`: the least remaining, the longest reset_after.
+local function summarise(algorithm, limits, states, log, at_now)
+  local per_limit = {}
+  local remaining, reset_after, least = nil, 0, 1
+  for i, limit in ipairs(limits) do
+    local left, reset = rules[algorithm].usage(limit, states[i], log, at_now)
+    per_limit[i] = {left, reset}
+    reset_after = math.max(reset_after, reset)
+    if not remaining or left < remaining then
+      remaining, least = left, i
+    end
+  end
+  return remaining or -1, reset_after, per_limit, least
+end
+
+-- Saves `states` of `limits` with the stored limits they do not name; the key expires when
+-- every one of them is fresh again.
+local function save_all(algorithm, clock, state, limits, states, log)
+  local all_limits, all_states = store_states(state, limits, states)
+  local _, reset_after = summarise(algorithm, all_limits, all_states, log, clock)
+  save(algorithm, clock, all_limits, all_states, clock + reset_after)
+end
+
+local function decide()
+  local algorithm = ARGV[3]
+  local cost = tonumber(ARGV[4])
+  local reserve = ARGV[5] == '1'
+  local max_wait = tonumber(ARGV[6])
+  local limits = read_limits(7)
+  local state, problem = load()
+  if problem then
+    return damaged()
+  end
+  if state and state.algorithm ~= algorithm then
+    return {'conflict', state.algorithm}
+  end
+  local rule = rules[algorithm]
+  local log = redis_log(base)
+  local clock = math.max(now, state and state.clock or 0)
+  local states = states_for(state, limits)
+
+  local at, accept_from, refusing, binding = clock, -math.huge, nil, 1
+  local retry = {}
+  for i, limit in ipairs(limits) do
+    local slot_at, slot_accept_from = rule.earliest(limit, states[i], log, clock, cost)
+    retry[i] = slot_at - clock
+    if slot_at > at then
+      at, binding = slot_at, i
+    end
+    if slot_accept_from and slot_accept_from > accept_from then
+      accept_from = slot_accept_from
+      if accept_from > clock then
+        refusing = i
+      end
+    end
+  end
+
+  local wait = at - clock
+  local allowed
+  if not reserve then
+    allowed = wait == 0
+  elseif refusing then
+    -- A full queue refuses the request however long the caller would wait.
+    allowed, binding = false, refusing
+    wait = math.max(wait, accept_from - clock)
+  else
+    allowed = max_wait < 0 or wait <= max_wait
+  end
+
+  local markers = {}
+  if allowed then
+    for i, limit in ipairs(limits) do
+      local s = states[i]
+      if not is_exact(math.max(at, s[1]) + cost * limit.interval + limit.period) or
+          not is_exact(s[2] + cost) then
+        return redis.error_reply('the slot is beyond what this store can count; reset the key')
+      end
+    end
+    for i, limit in ipairs(limits) do
+      markers[i] = rule.take(limit, states[i], log, clock, at, cost)
+    end
+  end
+  local remaining, reset_after, per_limit, least = summarise(algorithm, limits, states, log, clock)
+  if allowed then
+    if wait == 0 then
+      -- Granted at once, every limit agreeing: the one with the least remaining.
+      binding = least
+    end
+    save_all(algorithm, clock, state, limits, states, log)
+  end
+  local reply = {'ok', allowed and 1 or 0, clock, wait, binding - 1, remaining, reset_after, at,
+                 #limits}
+  for i = 1, #limits do
+    for _, value in ipairs({per_limit[i][1], per_limit[i][2], retry[i], markers[i] or 0}) do
+      reply[#reply + 1] = value
+    end
+  end
+  return reply
+end
+
+local function give_back()
+  local algorithm = ARGV[3]
+  local at = tonumber(ARGV[4])
+  local cost = tonumber(ARGV[5])
+  local limits, next_arg = read_limits(6)
+  local state, problem = load()
+  if problem then
+    return damaged()
+  end
+  if not state or state.algorithm ~= algorithm then
+    return {'ok'} -- reset meanwhile: there is nothing to give back to
+  end
+  local log = redis_log(base)
+  local clock = math.max(state.clock, now)
+  local states = states_for(state, limits)
+  for i, limit in ipairs(limits) do
+    rules[algorithm].give_back(limit, states[i], log, at, cost, tonumber(ARGV[next_arg + i - 1]))
+  end
+  save_all(algorithm, clock, state, limits, states, log)
+  return {'ok'}
+end
+
+local function inspect()
+  local state, problem = load()
+  if problem then
+    return damaged()
+  end
+  if not state then
+    return {'none'}
+  end
+  local cost = tonumber(ARGV[3] or '') or 1
+  local clock = math.max(now, state.clock)
+  local rule = rules[state.algorithm]
+  local log = redis_log(base)
+  local limits, states = {}, {}
+  for i, stored in ipairs(state.limits) do
+    limits[i], states[i] = stored.limit, stored.slots
+  end
+  local at, binding, retry = clock, 1, {}
+  for i, limit in ipairs(limits) do
+    local slot_at = rule.earliest(limit, states[i], log, clock, cost)
+    retry[i] = slot_at - clock
+    if slot_at > at then
+      at, binding = slot_at, i
+    end
+  end
+  local wait = at - clock
+  local _, _, per_limit, least = summarise(state.algorithm, limits, states, log, clock)
+  if wait == 0 then
+    binding = least
+  end
+  local reply = {'ok', state.algorithm, state.clock, clock, wait == 0 and 1 or 0, wait,
+                 binding - 1, #limits}
+  for i, limit in ipairs(limits) do
+    local s = states[i]
+    for _, value in ipairs({limit.count, limit.period, limit.burst, s[1], s[2], s[3],
+                            per_limit[i][1], per_limit[i][2], retry[i]}) do
+      reply[#reply + 1] = value
+    end
+  end
+  return reply
+end
+
+local function reset()
+  local state = load()
+  local keys = {base}
+  if state then
+    keys = keys_of(state.algorithm, stored_limits(state))
+  end
+  local removed = redis.call('DEL', unpack(keys))
+  return removed > 0 and 1 or 0
+end
+
+if op == 'decide' then
+  return decide()
+elseif op == 'give_back' then
+  return give_back()
+elseif op == 'inspect' then
+  return inspect()
+elseif op == 'reset' then
+  return reset()
+end
+return redis.error_reply('unknown operation ' .. tostring(op))

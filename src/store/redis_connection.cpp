@@ -1,0 +1,236 @@
+#include "store/redis_connection.hpp"
+
+#include "core/rate.hpp"
+#include "store/store.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <fmt/format.h>
+#include <hiredis/hiredis.h>
+#include <redis_script.hpp>
+#include <vector>
+
+namespace ratelimit::store {
+
+namespace {
+
+timeval to_timeval(core::Nanos duration) {
+  return {static_cast<time_t>(duration / core::k_nanos_per_second),
+          static_cast<suseconds_t>(duration % core::k_nanos_per_second / core::k_nanos_per_micro)};
+}
+
+// Whether hiredis failed because `timeout` passed: it reports that as the error string of
+// ETIMEDOUT (connecting) or EAGAIN (a socket timeout while reading).
+bool timed_out(const redisContext& context) {
+  std::string_view error = context.errstr;
+  return context.err == REDIS_ERR_IO &&
+         (error == std::strerror(ETIMEDOUT) || error == std::strerror(EAGAIN) ||
+          error == std::strerror(EINPROGRESS));
+}
+
+std::string lower_first(std::string text) {
+  if (!text.empty()) {
+    text[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(text[0])));
+  }
+  return text;
+}
+
+// An error reply as a message: without the generic "ERR", the error code in lower case
+// ("WRONGPASS invalid ..." -> "wrongpass: invalid ...").
+std::string error_text(std::string_view message) {
+  if (message.starts_with("ERR ")) {
+    message.remove_prefix(4);
+  }
+  std::size_t space = message.find(' ');
+  std::string_view code = message.substr(0, space);
+  bool is_code = space != std::string_view::npos && code.size() >= 2 &&
+                 std::all_of(code.begin(), code.end(), [](char c) { return c >= 'A' && c <= 'Z'; });
+  if (!is_code) {
+    return lower_first(std::string(message));
+  }
+  std::string text;
+  for (char c : code) {
+    text += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return text + ":" + std::string(message.substr(space));
+}
+
+} // namespace
+
+bool reply_integer(const redisReply& reply, std::int64_t& value) {
+  if (reply.type == REDIS_REPLY_INTEGER) {
+    value = reply.integer;
+    return true;
+  }
+  if (reply.type != REDIS_REPLY_STRING && reply.type != REDIS_REPLY_STATUS) {
+    return false;
+  }
+  auto [end, error] = std::from_chars(reply.str, reply.str + reply.len, value);
+  return error == std::errc() && end == reply.str + reply.len;
+}
+
+RedisReply::RedisReply(redisReply* reply)
+    : m_reply(reply, [](redisReply* r) { freeReplyObject(r); }) {}
+
+bool RedisReply::is_error() const {
+  return m_reply->type == REDIS_REPLY_ERROR;
+}
+
+std::int64_t RedisReply::integer() const {
+  std::int64_t value = 0;
+  if (!reply_integer(*m_reply, value)) {
+    throw StoreError("redis: unexpected reply (expected an integer)");
+  }
+  return value;
+}
+
+std::string_view RedisReply::text() const {
+  if (!m_reply->str) {
+    return {};
+  }
+  return {m_reply->str, m_reply->len};
+}
+
+std::size_t RedisReply::size() const {
+  return m_reply->type == REDIS_REPLY_ARRAY ? m_reply->elements : 0;
+}
+
+const redisReply& RedisReply::at(std::size_t index) const {
+  if (index >= size()) {
+    throw StoreError("redis: unexpected reply (too short)");
+  }
+  return *m_reply->element[index];
+}
+
+RedisConnection::RedisConnection(const RedisLocation& location, core::Nanos timeout)
+    : m_timeout(timeout) {
+  connect(location);
+}
+
+void RedisConnection::connect(const RedisLocation& location) {
+  if (m_context) {
+    redisFree(m_context);
+    m_context = nullptr;
+  }
+  m_location = location;
+  m_name = "redis " + location.address();
+  m_context = redisConnectWithTimeout(location.host.c_str(), location.port, to_timeval(m_timeout));
+  if (!m_context) {
+    fail("cannot connect: out of memory");
+  }
+  if (m_context->err) {
+    if (timed_out(*m_context)) {
+      fail(fmt::format("cannot connect within {} (--store-timeout)",
+                       core::format_seconds(m_timeout)));
+    }
+    fail("cannot connect: " + lower_first(m_context->errstr));
+  }
+  if (redisSetTimeout(m_context, to_timeval(m_timeout)) != REDIS_OK) {
+    fail_io();
+  }
+  if (!location.password.empty()) {
+    std::vector<std::string> auth{"AUTH"};
+    if (!location.user.empty()) {
+      auth.push_back(location.user);
+    }
+    auth.push_back(location.password);
+    command(auth);
+  }
+  if (location.db != 0) {
+    std::string select[] = {"SELECT", std::to_string(location.db)};
+    command(select);
+  }
+}
+
+RedisConnection::~RedisConnection() {
+  if (m_context) {
+    redisFree(m_context);
+  }
+}
+
+void RedisConnection::fail(std::string_view why) const {
+  throw StoreError(fmt::format("{}: {}", m_name, why));
+}
+
+void RedisConnection::fail_io() const {
+  if (timed_out(*m_context)) {
+    fail(fmt::format("no answer within {} (--store-timeout)", core::format_seconds(m_timeout)));
+  }
+  if (m_context->err == REDIS_ERR_EOF) {
+    fail("the server closed the connection");
+  }
+  fail(lower_first(m_context->errstr));
+}
+
+RedisReply RedisConnection::send(std::span<const std::string> arguments) {
+  for (int redirections = 0;; ++redirections) {
+    RedisReply reply = send_here(arguments);
+    std::string_view text = reply.is_error() ? reply.text() : std::string_view();
+    bool moved = text.starts_with("MOVED ");
+    bool ask = text.starts_with("ASK ");
+    if ((!moved && !ask) || redirections == 5) {
+      return reply;
+    }
+    // "MOVED 3999 127.0.0.1:6381": the slot lives on that node (for now, with ASK).
+    std::string_view address = text.substr(text.rfind(' ') + 1);
+    std::size_t colon = address.rfind(':');
+    int port = 0;
+    std::from_chars(address.data() + colon + 1, address.data() + address.size(), port);
+    RedisLocation node = m_location;
+    node.host = std::string(address.substr(0, colon));
+    if (node.host.size() > 2 && node.host.front() == '[' && node.host.back() == ']') {
+      node.host = node.host.substr(1, node.host.size() - 2);
+    }
+    node.port = port;
+    connect(node);
+    if (ask) {
+      std::string asking[] = {"ASKING"};
+      command(asking);
+    }
+  }
+}
+
+RedisReply RedisConnection::send_here(std::span<const std::string> arguments) {
+  std::vector<const char*> argv;
+  std::vector<std::size_t> lengths;
+  for (const std::string& argument : arguments) {
+    argv.push_back(argument.data());
+    lengths.push_back(argument.size());
+  }
+  void* reply =
+      redisCommandArgv(m_context, static_cast<int>(argv.size()), argv.data(), lengths.data());
+  if (!reply) {
+    fail_io();
+  }
+  return RedisReply(static_cast<redisReply*>(reply));
+}
+
+RedisReply RedisConnection::command(std::span<const std::string> arguments) {
+  RedisReply reply = send(arguments);
+  if (reply.is_error()) {
+    fail(fmt::format("{}: {}", arguments.empty() ? "" : arguments[0], error_text(reply.text())));
+  }
+  return reply;
+}
+
+RedisReply RedisConnection::run_script(std::span<const std::string> keys,
+                                       std::span<const std::string> arguments) {
+  std::vector<std::string> call{"EVALSHA", k_redis_script_sha1, std::to_string(keys.size())};
+  call.insert(call.end(), keys.begin(), keys.end());
+  call.insert(call.end(), arguments.begin(), arguments.end());
+  RedisReply reply = send(call);
+  if (reply.is_error() && reply.text().starts_with("NOSCRIPT")) {
+    call[0] = "EVAL";
+    call[1] = k_redis_script;
+    reply = send(call);
+  }
+  if (reply.is_error()) {
+    fail(error_text(reply.text()));
+  }
+  return reply;
+}
+
+} // namespace ratelimit::store

@@ -1,0 +1,74 @@
+#pragma once
+
+#include "core/time.hpp"
+#include "store/store_url.hpp"
+
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+struct redisContext;
+struct redisReply;
+
+namespace ratelimit::store {
+
+// A reply from Redis, freed with it.
+class RedisReply {
+public:
+  explicit RedisReply(redisReply* reply);
+  const redisReply& operator*() const { return *m_reply; }
+  const redisReply* operator->() const { return m_reply.get(); }
+
+  bool is_error() const;
+  // An integer reply's value, or a bulk string's as a number; StoreError otherwise.
+  std::int64_t integer() const;
+  std::string_view text() const;
+  std::size_t size() const;
+  // Element `index` of an array reply.
+  const redisReply& at(std::size_t index) const;
+
+private:
+  std::shared_ptr<redisReply> m_reply;
+};
+
+// A blocking connection to one Redis server. Connecting and every command give up after
+// `timeout`; every failure throws StoreError naming the server (never the password). On
+// Redis Cluster it follows MOVED and ASK redirections to the node that holds the key.
+class RedisConnection {
+public:
+  RedisConnection(const RedisLocation& location, core::Nanos timeout);
+  ~RedisConnection();
+  RedisConnection(const RedisConnection&) = delete;
+  RedisConnection& operator=(const RedisConnection&) = delete;
+
+  // Sends `arguments` as one command. An error reply throws StoreError.
+  RedisReply command(std::span<const std::string> arguments);
+
+  // Runs the embedded Lua script with EVALSHA, sending it with EVAL when the server does
+  // not know it yet (NOSCRIPT). An error reply throws StoreError.
+  RedisReply run_script(std::span<const std::string> keys, std::span<const std::string> arguments);
+
+  // `redis HOST:PORT`, for messages.
+  const std::string& name() const { return m_name; }
+
+  [[noreturn]] void fail(std::string_view why) const;
+
+private:
+  void connect(const RedisLocation& location);
+  // Sends one command here; nullptr on an I/O failure.
+  RedisReply send_here(std::span<const std::string> arguments);
+  // Sends one command, following cluster redirections.
+  RedisReply send(std::span<const std::string> arguments);
+  [[noreturn]] void fail_io() const;
+
+  RedisLocation m_location;
+  std::string m_name;
+  core::Nanos m_timeout;
+  redisContext* m_context = nullptr;
+};
+
+// Whether `reply` is an integer, or a string that holds one: `value` gets it.
+bool reply_integer(const redisReply& reply, std::int64_t& value);
+
+} // namespace ratelimit::store

@@ -1,0 +1,75 @@
+#include "store/redis_keys.hpp"
+
+namespace ratelimit::store {
+
+std::string redis_key(std::string_view prefix, std::string_view key) {
+  std::string name(prefix);
+  name += '{';
+  for (char c : key) {
+    if (c == '%') {
+      name += "%25";
+    } else if (c == '}') {
+      name += "%7D";
+    } else {
+      name += c;
+    }
+  }
+  name += '}';
+  return name;
+}
+
+std::vector<std::string> redis_keys_of(std::string_view prefix, std::string_view key,
+                                       const std::vector<std::int64_t>& periods_us,
+                                       bool sliding_log) {
+  std::string base = redis_key(prefix, key);
+  std::vector<std::string> names{base};
+  if (sliding_log) {
+    for (std::int64_t period : periods_us) {
+      names.push_back(base + ":t:" + std::to_string(period));
+      names.push_back(base + ":c:" + std::to_string(period));
+    }
+  }
+  return names;
+}
+
+std::optional<std::string> key_of_redis_name(std::string_view prefix, std::string_view name) {
+  if (!name.starts_with(prefix)) {
+    return std::nullopt;
+  }
+  name.remove_prefix(prefix.size());
+  if (name.size() < 3 || name.front() != '{' || name.back() != '}') {
+    return std::nullopt;
+  }
+  name = name.substr(1, name.size() - 2);
+  std::string key;
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    if (name[i] == '}') {
+      return std::nullopt;
+    }
+    if (name[i] != '%') {
+      key += name[i];
+    } else if (name.substr(i, 3) == "%25") {
+      key += '%';
+      i += 2;
+    } else if (name.substr(i, 3) == "%7D") {
+      key += '}';
+      i += 2;
+    } else {
+      return std::nullopt;
+    }
+  }
+  return key;
+}
+
+std::string redis_scan_pattern(std::string_view prefix) {
+  std::string pattern;
+  for (char c : prefix) {
+    if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') {
+      pattern += '\\';
+    }
+    pattern += c;
+  }
+  return pattern + "{*";
+}
+
+} // namespace ratelimit::store

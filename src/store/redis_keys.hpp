@@ -1,0 +1,30 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ratelimit::store {
+
+// Redis key names. The state of KEY lives in the hash `PREFIX{KEY}` and a sliding log in
+// `PREFIX{KEY}:t:PERIOD` and `PREFIX{KEY}:c:PERIOD` (PERIOD in microseconds). `{KEY}` is
+// the Redis Cluster hash tag, so one decision's keys share a slot. In KEY, `%` and `}` are
+// written `%25` and `%7D`: a `}` would end the tag early, and the escape keeps names
+// one-to-one with keys.
+std::string redis_key(std::string_view prefix, std::string_view key);
+
+// The hash and the sliding logs that hold `key`'s state for limits of `periods_us`.
+std::vector<std::string> redis_keys_of(std::string_view prefix, std::string_view key,
+                                       const std::vector<std::int64_t>& periods_us,
+                                       bool sliding_log);
+
+// The KEY whose hash is named `name`, or nothing when `name` is not such a hash (a sliding
+// log, another prefix's key).
+std::optional<std::string> key_of_redis_name(std::string_view prefix, std::string_view name);
+
+// A SCAN MATCH pattern for every name under `prefix`, with glob characters escaped.
+std::string redis_scan_pattern(std::string_view prefix);
+
+} // namespace ratelimit::store

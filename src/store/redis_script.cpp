@@ -1,0 +1,185 @@
+#include "store/redis_script.hpp"
+
+#include "store/redis_keys.hpp"
+
+#include <fmt/format.h>
+#include <hiredis/hiredis.h>
+#include <limits>
+
+namespace ratelimit::store {
+
+namespace {
+
+// Reads the integers of an array reply one by one.
+class ReplyReader {
+public:
+  explicit ReplyReader(const RedisReply& reply, std::size_t first = 1)
+      : m_reply(reply), m_next(first) {}
+
+  std::int64_t integer() {
+    std::int64_t value = 0;
+    if (!reply_integer(m_reply.at(m_next++), value)) {
+      throw StoreError("redis: unexpected reply from the ratelimit script");
+    }
+    return value;
+  }
+
+  std::string text() {
+    const redisReply& item = m_reply.at(m_next++);
+    return item.str ? std::string(item.str, item.len) : std::string();
+  }
+
+private:
+  const RedisReply& m_reply;
+  std::size_t m_next;
+};
+
+std::string status_of(const RedisReply& reply) {
+  if (reply.size() == 0 || !reply.at(0).str) {
+    throw StoreError("redis: unexpected reply from the ratelimit script");
+  }
+  return std::string(reply.at(0).str, reply.at(0).len);
+}
+
+void add_limits(std::vector<std::string>& arguments, std::span<const core::Limit> limits) {
+  arguments.push_back(std::to_string(limits.size()));
+  for (const core::Limit& limit : limits) {
+    arguments.push_back(std::to_string(limit.rate.count));
+    arguments.push_back(std::to_string(limit.rate.period));
+    arguments.push_back(std::to_string(limit.burst));
+  }
+}
+
+std::string now_argument(std::optional<core::Nanos> now) {
+  return now ? std::to_string(*now) : std::string();
+}
+
+} // namespace
+
+RedisScript::RedisScript(RedisConnection& connection, std::string prefix)
+    : m_connection(connection), m_prefix(std::move(prefix)) {}
+
+std::vector<std::string> RedisScript::keys_of(std::string_view key, core::Algorithm algorithm,
+                                              std::span<const core::Limit> limits) const {
+  std::vector<std::int64_t> periods;
+  for (const core::Limit& limit : limits) {
+    periods.push_back(limit.rate.period);
+  }
+  return redis_keys_of(m_prefix, key, periods, algorithm == core::Algorithm::sliding_log);
+}
+
+core::Decision RedisScript::decide(std::string_view key, core::Algorithm algorithm,
+                                   std::span<const core::Limit> limits,
+                                   const core::Request& request, bool explicit_now) {
+  std::vector<std::string> arguments{"decide",
+                                     explicit_now ? std::to_string(request.now) : std::string(),
+                                     std::string(core::algorithm_name(algorithm)),
+                                     std::to_string(request.cost),
+                                     request.reserve ? "1" : "0",
+                                     request.max_wait == std::numeric_limits<core::Nanos>::max()
+                                         ? "-1"
+                                         : std::to_string(request.max_wait)};
+  add_limits(arguments, limits);
+  RedisReply reply = m_connection.run_script(keys_of(key, algorithm, limits), arguments);
+  std::string status = status_of(reply);
+  ReplyReader read(reply);
+  if (status == "conflict") {
+    auto stored = core::parse_algorithm(read.text());
+    throw KeyConflict(key_conflict_message(key, stored ? *stored : algorithm, algorithm));
+  }
+  core::Decision decision;
+  decision.allowed = read.integer() != 0;
+  decision.now = read.integer();
+  decision.wait = read.integer();
+  decision.binding = static_cast<std::size_t>(read.integer());
+  decision.remaining = read.integer();
+  decision.reset_after = read.integer();
+  core::Nanos at = read.integer();
+  std::int64_t count = read.integer();
+  if (count != static_cast<std::int64_t>(limits.size()) || decision.binding >= limits.size()) {
+    throw StoreError("redis: unexpected reply from the ratelimit script");
+  }
+  std::vector<std::int64_t> markers;
+  for (std::size_t i = 0; i < limits.size(); ++i) {
+    core::LimitReport report;
+    report.remaining = read.integer();
+    report.reset_after = read.integer();
+    report.retry_after = read.integer();
+    decision.limits.push_back(report);
+    markers.push_back(read.integer());
+  }
+  if (decision.allowed) {
+    decision.grant = {at, request.cost, std::move(markers)};
+  }
+  return decision;
+}
+
+void RedisScript::give_back(std::string_view key, core::Algorithm algorithm,
+                            std::span<const core::Limit> limits, const core::Grant& grant,
+                            std::optional<core::Nanos> now) {
+  std::vector<std::string> arguments{"give_back", now_argument(now),
+                                     std::string(core::algorithm_name(algorithm)),
+                                     std::to_string(grant.at), std::to_string(grant.cost)};
+  add_limits(arguments, limits);
+  for (std::size_t i = 0; i < limits.size(); ++i) {
+    arguments.push_back(std::to_string(i < grant.markers.size() ? grant.markers[i] : 0));
+  }
+  m_connection.run_script(keys_of(key, algorithm, limits), arguments);
+}
+
+std::optional<KeyStatus> RedisScript::inspect(std::string_view key,
+                                              std::optional<core::Nanos> now) {
+  std::string arguments[] = {"inspect", now_argument(now)};
+  std::string keys[] = {redis_key(m_prefix, key)};
+  RedisReply reply = m_connection.run_script(keys, arguments);
+  if (status_of(reply) == "none") {
+    return std::nullopt;
+  }
+  ReplyReader read(reply);
+  KeyStatus status;
+  status.key = std::string(key);
+  auto algorithm = core::parse_algorithm(read.text());
+  if (!algorithm) {
+    throw StoreError(fmt::format("{}: the state of key \"{}\" is damaged; reset the key",
+                                 m_connection.name(), key));
+  }
+  status.state.algorithm = *algorithm;
+  status.state.clock = read.integer();
+  core::Decision& standing = status.standing;
+  standing.now = read.integer();
+  standing.allowed = read.integer() != 0;
+  standing.wait = read.integer();
+  std::int64_t binding = read.integer();
+  std::int64_t count = read.integer();
+  if (count < 1 || binding < 0 || binding >= count) {
+    throw StoreError("redis: unexpected reply from the ratelimit script");
+  }
+  standing.binding = static_cast<std::size_t>(binding);
+  standing.remaining = std::numeric_limits<std::int64_t>::max();
+  for (std::int64_t i = 0; i < count; ++i) {
+    core::LimitState limit;
+    limit.limit.rate.count = read.integer();
+    limit.limit.rate.period = read.integer();
+    limit.limit.burst = read.integer();
+    for (auto& slot : limit.slots) {
+      slot = read.integer();
+    }
+    status.state.limits.push_back(limit);
+    core::LimitReport report;
+    report.remaining = read.integer();
+    report.reset_after = read.integer();
+    report.retry_after = read.integer();
+    standing.limits.push_back(report);
+    standing.reset_after = std::max(standing.reset_after, report.reset_after);
+    standing.remaining = std::min(standing.remaining, report.remaining);
+  }
+  return status;
+}
+
+bool RedisScript::reset(std::string_view key) {
+  std::string arguments[] = {"reset", ""};
+  std::string keys[] = {redis_key(m_prefix, key)};
+  return m_connection.run_script(keys, arguments).integer() != 0;
+}
+
+} // namespace ratelimit::store

@@ -1,0 +1,45 @@
+#pragma once
+
+#include "core/decide.hpp"
+#include "store/redis_connection.hpp"
+#include "store/store.hpp"
+
+#include <optional>
+
+namespace ratelimit::store {
+
+// The Lua script's operations on one key (see src/store/lua/ratelimit.lua). Every time and
+// duration here, in arguments and results alike, is in microseconds: the script's doubles
+// hold microseconds since the epoch exactly. `now` is the server's TIME, or for the
+// conformance test only an explicit time.
+class RedisScript {
+public:
+  RedisScript(RedisConnection& connection, std::string prefix);
+
+  // As core::decide for `key` (created with `algorithm`; KeyConflict when another made it).
+  // `request.now` is used only when `explicit_now`.
+  core::Decision decide(std::string_view key, core::Algorithm algorithm,
+                        std::span<const core::Limit> limits, const core::Request& request,
+                        bool explicit_now = false);
+
+  // As core::give_back; `now` explicit for tests.
+  void give_back(std::string_view key, core::Algorithm algorithm,
+                 std::span<const core::Limit> limits, const core::Grant& grant,
+                 std::optional<core::Nanos> now = std::nullopt);
+
+  // As core::inspect, with the stored state; nothing for a fresh key.
+  std::optional<KeyStatus> inspect(std::string_view key,
+                                   std::optional<core::Nanos> now = std::nullopt);
+
+  // Forgets `key`; whether it existed.
+  bool reset(std::string_view key);
+
+private:
+  std::vector<std::string> keys_of(std::string_view key, core::Algorithm algorithm,
+                                   std::span<const core::Limit> limits) const;
+
+  RedisConnection& m_connection;
+  std::string m_prefix;
+};
+
+} // namespace ratelimit::store

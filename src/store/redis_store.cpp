@@ -1,0 +1,160 @@
+#include "store/redis_store.hpp"
+
+#include "core/rate.hpp"
+#include "store/redis_keys.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <hiredis/hiredis.h>
+#include <limits>
+
+namespace ratelimit::store {
+
+namespace {
+
+constexpr std::int64_t k_micro = core::k_nanos_per_micro;
+// Integers up to 2^53 are exact in the script's doubles.
+constexpr std::int64_t k_largest_exact = (std::int64_t{1} << 53) - 1;
+
+core::Nanos to_nanos(std::int64_t micros) {
+  return micros * k_micro;
+}
+
+void decision_to_nanos(core::Decision& decision) {
+  decision.now = to_nanos(decision.now);
+  decision.wait = to_nanos(decision.wait);
+  decision.reset_after = to_nanos(decision.reset_after);
+  for (core::LimitReport& limit : decision.limits) {
+    limit.reset_after = to_nanos(limit.reset_after);
+    limit.retry_after = to_nanos(limit.retry_after);
+  }
+  // The markers stay as the script made them: only give_back reads them.
+  decision.grant.at = to_nanos(decision.grant.at);
+}
+
+} // namespace
+
+std::vector<core::Limit> limits_in_micros(std::span<const core::Limit> limits, std::int64_t cost) {
+  std::vector<core::Limit> result;
+  for (const core::Limit& limit : limits) {
+    if (limit.burst > k_largest_exact || cost > k_largest_exact) {
+      throw UnsupportedRequest(fmt::format("the redis store counts up to {}: burst {} and cost "
+                                           "{} must not exceed it",
+                                           k_largest_exact, limit.burst, cost));
+    }
+    core::Limit micros = limit;
+    micros.rate.period = core::ceil_div(limit.rate.period, k_micro);
+    result.push_back(micros);
+  }
+  return result;
+}
+
+RedisStore::RedisStore(const RedisLocation& location, std::string prefix, core::Nanos timeout)
+    : m_connection(location, timeout), m_prefix(std::move(prefix)),
+      m_script(m_connection, m_prefix) {}
+
+core::Decision RedisStore::decide(std::string_view key, core::Algorithm algorithm,
+                                  std::span<const core::Limit> limits, core::Request request) {
+  std::vector<core::Limit> micros = limits_in_micros(limits, request.cost);
+  if (request.max_wait != std::numeric_limits<core::Nanos>::max()) {
+    // Waiting at most max_wait ns means at most floor(max_wait / 1000) whole microseconds.
+    request.max_wait = request.max_wait / k_micro;
+  }
+  core::Decision decision = m_script.decide(key, algorithm, micros, request);
+  decision_to_nanos(decision);
+  return decision;
+}
+
+void RedisStore::give_back(std::string_view key, core::Algorithm algorithm,
+                           std::span<const core::Limit> limits, const core::Grant& grant) {
+  core::Grant micros = grant;
+  micros.at = grant.at / k_micro;
+  m_script.give_back(key, algorithm, limits_in_micros(limits, grant.cost), micros);
+}
+
+std::vector<std::string> RedisStore::scan() {
+  std::vector<std::string> names;
+  std::string cursor = "0";
+  do {
+    std::string call[] = {"SCAN", cursor, "MATCH", redis_scan_pattern(m_prefix), "COUNT", "1000"};
+    RedisReply reply = m_connection.command(call);
+    if (reply.size() != 2) {
+      m_connection.fail("SCAN: unexpected reply");
+    }
+    cursor = std::string(reply.at(0).str, reply.at(0).len);
+    const redisReply& batch = reply.at(1);
+    for (std::size_t i = 0; i < batch.elements; ++i) {
+      names.emplace_back(batch.element[i]->str, batch.element[i]->len);
+    }
+  } while (cursor != "0");
+  return names;
+}
+
+std::vector<KeyStatus> RedisStore::status(std::span<const std::string> keys) {
+  std::vector<std::string> names(keys.begin(), keys.end());
+  if (keys.empty()) {
+    for (const std::string& name : scan()) {
+      if (auto key = key_of_redis_name(m_prefix, name)) {
+        names.push_back(*key);
+      }
+    }
+    std::sort(names.begin(), names.end());
+  }
+  std::vector<KeyStatus> result;
+  for (const std::string& key : names) {
+    std::optional<KeyStatus> status = m_script.inspect(key);
+    if (!status) {
+      continue;
+    }
+    status->state.clock = to_nanos(status->state.clock);
+    for (core::LimitState& limit : status->state.limits) {
+      limit.limit.rate.period = to_nanos(limit.limit.rate.period);
+      limit.slots[0] = to_nanos(limit.slots[0]); // every algorithm's first slot is a time
+      if (status->state.algorithm == core::Algorithm::token_bucket) {
+        limit.slots[1] = to_nanos(limit.slots[1]); // and the token bucket's latest grant
+      }
+    }
+    decision_to_nanos(status->standing);
+    result.push_back(std::move(*status));
+  }
+  return result;
+}
+
+std::size_t RedisStore::reset(std::span<const std::string> keys, bool all) {
+  if (!all) {
+    std::size_t removed = 0;
+    for (const std::string& key : keys) {
+      removed += m_script.reset(key) ? 1 : 0;
+    }
+    return removed;
+  }
+  std::vector<std::string> names = scan();
+  std::size_t removed = 0;
+  for (std::size_t first = 0; first < names.size(); first += 500) {
+    std::vector<std::string> call{"UNLINK"};
+    for (std::size_t i = first; i < std::min(names.size(), first + 500); ++i) {
+      call.push_back(names[i]);
+      removed += key_of_redis_name(m_prefix, names[i]) ? 1 : 0;
+    }
+    m_connection.command(call);
+  }
+  return removed;
+}
+
+std::vector<std::string> RedisStore::collect_garbage() {
+  return {};
+}
+
+core::Nanos RedisStore::now() {
+  std::string call[] = {"TIME"};
+  RedisReply reply = m_connection.command(call);
+  std::int64_t seconds = 0;
+  std::int64_t micros = 0;
+  if (reply.size() != 2 || !reply_integer(reply.at(0), seconds) ||
+      !reply_integer(reply.at(1), micros)) {
+    m_connection.fail("TIME: unexpected reply");
+  }
+  return seconds * core::k_nanos_per_second + to_nanos(micros);
+}
+
+} // namespace ratelimit::store

@@ -1,0 +1,46 @@
+#pragma once
+
+#include "store/redis_connection.hpp"
+#include "store/redis_script.hpp"
+#include "store/store.hpp"
+#include "store/store_url.hpp"
+
+namespace ratelimit::store {
+
+inline constexpr std::string_view k_default_redis_prefix = "ratelimit:";
+
+// Keys in one Redis server shared by every host. Each decision is one call of a Lua script
+// (EVALSHA), atomic on the server, with the server's clock: hosts with skewed clocks agree.
+// The store counts time in whole microseconds, the resolution of Redis's TIME: periods are
+// rounded up to a whole microsecond (a limit may only get stricter) and every duration it
+// returns is a whole number of microseconds. Stored values expire when their state is a
+// fresh key's again, so `collect_garbage` has nothing to do.
+class RedisStore final : public Store {
+public:
+  // Connects to `location`; `timeout` bounds the connection and every command. Throws
+  // StoreError.
+  RedisStore(const RedisLocation& location, std::string prefix, core::Nanos timeout);
+
+  core::Decision decide(std::string_view key, core::Algorithm algorithm,
+                        std::span<const core::Limit> limits, core::Request request) override;
+  void give_back(std::string_view key, core::Algorithm algorithm,
+                 std::span<const core::Limit> limits, const core::Grant& grant) override;
+  std::vector<KeyStatus> status(std::span<const std::string> keys) override;
+  std::size_t reset(std::span<const std::string> keys, bool all) override;
+  std::vector<std::string> collect_garbage() override;
+  core::Nanos now() override;
+
+private:
+  // Every key name under the prefix, by SCAN.
+  std::vector<std::string> scan();
+
+  RedisConnection m_connection;
+  std::string m_prefix;
+  RedisScript m_script;
+};
+
+// `limits` in microseconds for the script: periods rounded up to a whole microsecond.
+// Throws UnsupportedRequest for a count, burst or cost the script's doubles cannot hold.
+std::vector<core::Limit> limits_in_micros(std::span<const core::Limit> limits, std::int64_t cost);
+
+} // namespace ratelimit::store

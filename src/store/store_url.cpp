@@ -1,0 +1,156 @@
+#include "store/store_url.hpp"
+
+#include <charconv>
+#include <fmt/format.h>
+#include <optional>
+
+namespace ratelimit::store {
+
+namespace {
+
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') {
+    return c - '0';
+  }
+  if (c >= 'a' && c <= 'f') {
+    return c - 'a' + 10;
+  }
+  if (c >= 'A' && c <= 'F') {
+    return c - 'A' + 10;
+  }
+  return -1;
+}
+
+// `%XX` escapes decoded; nothing when one is malformed.
+std::optional<std::string> percent_decode(std::string_view text) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '%') {
+      out += text[i];
+      continue;
+    }
+    if (i + 2 >= text.size()) {
+      return std::nullopt;
+    }
+    int high = hex_digit(text[i + 1]);
+    int low = hex_digit(text[i + 2]);
+    if (high < 0 || low < 0) {
+      return std::nullopt;
+    }
+    out += static_cast<char>(high * 16 + low);
+    i += 2;
+  }
+  return out;
+}
+
+// A whole decimal number in [low, high]; nothing otherwise.
+std::optional<int> parse_number(std::string_view text, int low, int high) {
+  int value = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size() || value < low ||
+      value > high) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+} // namespace
+
+std::string RedisLocation::address() const {
+  if (host.find(':') != std::string::npos) {
+    return fmt::format("[{}]:{}", host, port);
+  }
+  return fmt::format("{}:{}", host, port);
+}
+
+core::Result<StoreLocation> parse_store_url(std::string_view url) {
+  auto fail = [&](std::string_view why) {
+    return core::Result<StoreLocation>::failure(fmt::format(
+        "invalid store \"{}\": {}; expected {}", url.substr(0, 200), why, k_store_url_form));
+  };
+  constexpr std::string_view k_sqlite = "sqlite:";
+  constexpr std::string_view k_redis = "redis://";
+  if (url.starts_with(k_sqlite)) {
+    std::string_view path = url.substr(k_sqlite.size());
+    if (path.empty()) {
+      return fail("no path after sqlite:");
+    }
+    return StoreLocation{SqliteLocation{std::string(path)}};
+  }
+  if (!url.starts_with(k_redis)) {
+    return fail("unknown scheme");
+  }
+  RedisLocation location;
+  std::string_view rest = url.substr(k_redis.size());
+
+  // The authority ends at the first '/'; the userinfo at its last '@'.
+  std::size_t slash = rest.find('/');
+  std::string_view authority = rest.substr(0, slash);
+  if (auto at = authority.rfind('@'); at != std::string_view::npos) {
+    std::string_view userinfo = authority.substr(0, at);
+    authority.remove_prefix(at + 1);
+    std::size_t colon = userinfo.find(':');
+    if (colon == std::string_view::npos) {
+      return fail("no ':' before the password");
+    }
+    auto user = percent_decode(userinfo.substr(0, colon));
+    auto password = percent_decode(userinfo.substr(colon + 1));
+    if (!user || !password) {
+      return fail("bad %-escape in the password");
+    }
+    if (password->empty()) {
+      return fail("empty password");
+    }
+    location.user = *user;
+    location.password = *password;
+  }
+
+  std::string_view port_text;
+  if (authority.starts_with('[')) {
+    std::size_t close = authority.find(']');
+    if (close == std::string_view::npos) {
+      return fail("no ']' after the IPv6 address");
+    }
+    location.host = std::string(authority.substr(1, close - 1));
+    std::string_view after = authority.substr(close + 1);
+    if (!after.empty() && !after.starts_with(':')) {
+      return fail("unexpected text after the IPv6 address");
+    }
+    port_text = after.empty() ? after : after.substr(1);
+    if (after == ":") {
+      return fail("empty port");
+    }
+  } else {
+    std::size_t colon = authority.find(':');
+    location.host = std::string(authority.substr(0, colon));
+    if (colon != std::string_view::npos) {
+      port_text = authority.substr(colon + 1);
+      if (port_text.empty()) {
+        return fail("empty port");
+      }
+    }
+  }
+  if (location.host.empty()) {
+    return fail("no host");
+  }
+  if (!port_text.empty()) {
+    auto port = parse_number(port_text, 1, 65535);
+    if (!port) {
+      return fail("the port is not a number from 1 to 65535");
+    }
+    location.port = *port;
+  }
+  if (slash != std::string_view::npos) {
+    std::string_view db_text = rest.substr(slash + 1);
+    if (!db_text.empty()) {
+      auto db = parse_number(db_text, 0, 1'000'000);
+      if (!db) {
+        return fail("the database is not a whole number");
+      }
+      location.db = *db;
+    }
+  }
+  return StoreLocation{location};
+}
+
+} // namespace ratelimit::store

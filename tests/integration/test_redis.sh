@@ -1,0 +1,181 @@
+#!/usr/bin/env bash
+# The Redis store through the binary: exit statuses, JSON, concurrency, signals, errors,
+# key names and expiry. Runs against a redis-server of its own (lib.sh).
+RATELIMIT_TEST_STORE=redis
+. "$(dirname "$0")/lib.sh"
+
+test_try_wait_run_exit_statuses() {
+  expect_status 0 rl try k -r 2/10s
+  expect_status 0 rl try k -r 2/10s
+  expect_status 1 rl try k -r 2/10s
+  expect_one_line
+  expect_contains "$ERR" 'ratelimit: "k" limited (token-bucket 2/10s, burst 2); next slot in'
+  expect_status 1 rl wait k -r 2/10s -t 1s
+  expect_status 1 rl run k -r 2/10s --no-wait -- true
+  expect_status 0 rl run other -r 2/10s -- true
+  expect_status 7 rl run other -r 2/10s -- sh -c 'exit 7'
+  expect_status 5 rl -E 5 -q try k -r 2/10s
+  expect_eq "" "$ERR" "stderr with -q"
+}
+
+test_json_matches_the_decision() {
+  expect_status 0 rl --json try k -r 3/1s -a sliding-window
+  expect_eq true "$(json_field "$OUT" allowed)" allowed
+  expect_eq 2 "$(json_field "$OUT" remaining)" remaining
+  expect_eq '"sliding-window"' "$(json_field "$OUT" algorithm)" algorithm
+  expect_eq 1000 "$(json_field "$OUT" period_ms)" period_ms
+  rl try k -r 3/1s -a sliding-window && rl try k -r 3/1s -a sliding-window
+  expect_status 1 rl --json -q try k -r 3/1s -a sliding-window
+  expect_eq false "$(json_field "$OUT" allowed)" allowed
+  local retry
+  retry=$(json_field "$OUT" retry_after_ms)
+  expect_true "retry_after_ms $retry in (0, 1000]" test "$retry" -gt 0 -a "$retry" -le 1000
+}
+
+test_several_limits_all_or_nothing() {
+  expect_status 0 rl --json try k -r 2/s -r 3/min
+  expect_contains "$OUT" '"limits":['
+  rl try k -r 2/s -r 3/min
+  sleep 1.1
+  expect_status 0 rl try k -r 2/s -r 3/min
+  expect_status 1 rl --json try k -r 2/s -r 3/min
+  expect_eq 60000 "$(json_field "$OUT" period_ms)" "binding limit"
+}
+
+# 8 processes trying at once on one key never admit more than the limit allows.
+test_eight_processes_never_over_admit() {
+  local algorithm expected granted
+  for algorithm in token-bucket leaky-bucket fixed-window sliding-window sliding-log; do
+    # A period long enough that nothing refills during the test: exactly 20 grants, or
+    # one for the leaky bucket, whose try is granted only at an empty queue's output time.
+    expected=20
+    [ "$algorithm" = leaky-bucket ] && expected=1
+    for job in 1 2 3 4 5 6 7 8; do
+      (for i in 1 2 3 4 5 6 7 8 9 10; do
+        rl -q try "race-$algorithm" -r 20/10d -a "$algorithm" && echo granted
+      done) >"out.$job" &
+    done
+    wait
+    granted=$(cat out.* | grep -c granted)
+    expect_eq "$expected" "$granted" "$algorithm grants from 80 tries by 8 processes"
+    rm -f out.*
+  done
+}
+
+# Reservations by 8 processes are spaced by the rate: 16 grants at 10/s, burst 1, take at
+# least 1.5 s.
+test_eight_waiting_processes_are_spaced() {
+  local started elapsed
+  started=$(now_ms)
+  for job in 1 2 3 4 5 6 7 8; do
+    (rl wait spaced -r 10/s -b 1 && rl wait spaced -r 10/s -b 1) &
+  done
+  wait
+  elapsed=$(($(now_ms) - started))
+  expect_true "16 grants at 10/s took $elapsed ms, expected at least 1400" test "$elapsed" -ge 1400
+}
+
+test_sigterm_during_wait_gives_back() {
+  expect_status 0 rl try k -r 1/2s
+  # The binary itself in the background, not the rl function's subshell.
+  "$RATELIMIT" wait k -r 1/2s &
+  local waiter=$!
+  sleep 0.3
+  kill -TERM "$waiter"
+  wait "$waiter"
+  expect_eq 143 $? "waiter status"
+  # Given back: the next slot is the one the waiter had, not the one after it.
+  expect_status 1 rl --json -q try k -r 1/2s
+  local retry
+  retry=$(json_field "$OUT" retry_after_ms)
+  expect_true "retry_after_ms $retry below 2000" test "$retry" -lt 2000
+}
+
+test_server_down_exits_3_at_once() {
+  local started elapsed
+  started=$(now_ms)
+  expect_status 3 rl --store redis://127.0.0.1:1 try k -r 1/s
+  elapsed=$(($(now_ms) - started))
+  expect_one_line
+  expect_contains "$ERR" "ratelimit: redis 127.0.0.1:1: cannot connect: connection refused"
+  # Refused at once: well within the default timeout of 1 s, even on a loaded machine.
+  expect_true "took $elapsed ms" test "$elapsed" -lt 1000
+}
+
+test_silent_server_exits_3_within_the_timeout() {
+  local started elapsed
+  kill -STOP "$REDIS_PID"
+  started=$(now_ms)
+  expect_status 3 rl --store-timeout 0.5s try k -r 1/s
+  elapsed=$(($(now_ms) - started))
+  kill -CONT "$REDIS_PID"
+  expect_one_line
+  expect_contains "$ERR" "no answer within 0.5s (--store-timeout)"
+  # The timeout, plus a process start on a loaded machine.
+  expect_true "took $elapsed ms, expected 0.5 to 3 s" test "$elapsed" -ge 450 -a "$elapsed" -lt 3000
+}
+
+test_malformed_url_exits_2() {
+  expect_status 2 rl --store redis:/localhost try k -r 1/s
+  expect_one_line
+  expect_contains "$ERR" 'ratelimit: invalid store "redis:/localhost": unknown scheme; expected redis://[:password@]host[:port][/db] or sqlite:PATH'
+  RATELIMIT_STORE=redis://host:99999 expect_status 2 rl try k -r 1/s
+  expect_one_line
+  expect_status 2 rl --store redis://127.0.0.1 --db x.db try k -r 1/s
+  expect_contains "$ERR" "--db and --store both name a store"
+  expect_status 2 rl --store-timeout 0 try k -r 1/s
+}
+
+test_password_is_sent_and_never_shown() {
+  rcli CONFIG SET requirepass 'pa@ss' >/dev/null
+  expect_status 0 rl --store "redis://:pa%40ss@127.0.0.1:$REDIS_PORT" try k -r 1/s
+  expect_status 3 rl --store "redis://:hunter2x@127.0.0.1:$REDIS_PORT" try k -r 1/s
+  expect_one_line
+  expect_true "the password is not in the message: $ERR" test "${ERR#*hunter2x}" = "$ERR"
+  rcli -a 'pa@ss' --no-auth-warning CONFIG SET requirepass '' >/dev/null
+}
+
+test_keys_live_under_the_prefix_in_one_hash_tag() {
+  expect_status 0 rl --redis-prefix app: try 'my key' -r 5/s -r 10/min -a sliding-log
+  expect_status 0 rl try plain -r 5/min
+  expect_eq 'app:{my key}
+app:{my key}:c:1000000
+app:{my key}:c:60000000
+app:{my key}:t:1000000
+app:{my key}:t:60000000
+ratelimit:{plain}' "$(rcli --scan | sort)" "key names"
+  expect_eq hash "$(rcli type 'app:{my key}')" "state type"
+  expect_eq zset "$(rcli type 'app:{my key}:t:1000000')" "log type"
+}
+
+test_values_expire_when_the_state_is_fresh_again() {
+  expect_status 0 rl try k -r 1/1s
+  local ttl
+  ttl=$(rcli pttl 'ratelimit:{k}')
+  expect_true "pttl $ttl in (0, 1002]" test "$ttl" -gt 0 -a "$ttl" -le 1002
+  sleep 1.1
+  expect_eq 0 "$(rcli exists 'ratelimit:{k}')" "key after its reset_after"
+  expect_status 0 rl try k -r 1/1s
+}
+
+test_redis_db_is_selected() {
+  expect_status 0 rl --store "redis://127.0.0.1:$REDIS_PORT/3" try k -r 1/s
+  expect_eq 0 "$(rcli exists 'ratelimit:{k}')" "key in db 0"
+  expect_eq 1 "$(rcli -n 3 exists 'ratelimit:{k}')" "key in db 3"
+}
+
+test_sqlite_url_means_db() {
+  expect_status 0 rl --store "sqlite:$TEST_DIR/other.db" try k -r 1/s
+  expect_true "the database was created" test -f "$TEST_DIR/other.db"
+  expect_status 1 rl --db "$TEST_DIR/other.db" --store-timeout 1s try k -r 1/s
+  RATELIMIT_STORE="sqlite:$TEST_DIR/env.db" expect_status 0 rl try k -r 1/s
+  expect_true "RATELIMIT_STORE=sqlite:PATH created it" test -f "$TEST_DIR/env.db"
+  expect_eq "" "$(rcli --scan)" "redis keys"
+}
+
+test_version_lists_the_stores() {
+  expect_status 0 rl --version
+  expect_contains "$OUT" "stores: sqlite, redis"
+}
+
+run_suite

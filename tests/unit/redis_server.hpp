@@ -1,0 +1,52 @@
+#pragma once
+
+#include "store/store_url.hpp"
+
+#include <memory>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace ratelimit::test {
+
+// A redis-server of the tests' own on 127.0.0.1 at a free port, with no persistence,
+// stopped by PID when destroyed.
+class RedisServer {
+public:
+  // Starts one, with `options` added to its command line; nullptr (with `why` set) when
+  // redis-server is missing or does not start.
+  static std::unique_ptr<RedisServer> start(std::string& why,
+                                            const std::vector<std::string>& options = {});
+  // The server shared by the tests, started on first use; nullptr when it cannot be.
+  static RedisServer* shared(std::string& why);
+  ~RedisServer();
+
+  int port() const { return m_port; }
+  store::RedisLocation location() const { return {"127.0.0.1", m_port, "", "", 0}; }
+  // SIGSTOP / SIGCONT: a server that accepts connections and never answers.
+  void pause();
+  void resume();
+
+private:
+  RedisServer(pid_t pid, int port, std::string dir) : m_pid(pid), m_port(port), m_dir(dir) {}
+  pid_t m_pid;
+  int m_port;
+  std::string m_dir; // its working directory, removed with it
+};
+
+// Whether the tests run in CI (CI=true), where a missing redis-server is a failure.
+bool in_ci();
+
+} // namespace ratelimit::test
+
+// The shared server in `server`, or ends the test: a failure in CI, else a skip message.
+#define RATELIMIT_REDIS_SERVER(server)                                                             \
+  std::string redis_why_;                                                                          \
+  ratelimit::test::RedisServer* server = ratelimit::test::RedisServer::shared(redis_why_);         \
+  if (!server) {                                                                                   \
+    if (ratelimit::test::in_ci()) {                                                                \
+      FAIL("redis-server is required in CI: " << redis_why_);                                      \
+    }                                                                                              \
+    MESSAGE("skipped, " << redis_why_);                                                            \
+    return;                                                                                        \
+  }

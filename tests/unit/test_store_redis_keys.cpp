@@ -1,0 +1,41 @@
+#include "store/redis_keys.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace ratelimit::store;
+
+TEST_CASE("store::redis_key puts the key in a hash tag under the prefix") {
+  CHECK(redis_key("ratelimit:", "api") == "ratelimit:{api}");
+  CHECK(redis_key("", "api") == "{api}");
+  CHECK(redis_keys_of("p:", "api", {1'000'000, 60'000'000}, true) ==
+        std::vector<std::string>{"p:{api}", "p:{api}:t:1000000", "p:{api}:c:1000000",
+                                 "p:{api}:t:60000000", "p:{api}:c:60000000"});
+  CHECK(redis_keys_of("p:", "api", {1'000'000}, false) == std::vector<std::string>{"p:{api}"});
+}
+
+TEST_CASE("store::redis_key escapes } and % so that the tag covers the whole key") {
+  CHECK(redis_key("r:", "a}b") == "r:{a%7Db}");
+  CHECK(redis_key("r:", "}") == "r:{%7D}");
+  CHECK(redis_key("r:", "50%") == "r:{50%25}");
+  CHECK(redis_key("r:", "%7D") == "r:{%257D}");
+  CHECK(redis_key("r:", "{x") == "r:{{x}");
+}
+
+TEST_CASE("store::key_of_redis_name inverts redis_key and ignores other names") {
+  for (const std::string& key :
+       std::vector<std::string>{"api", "a}b", "}", "50%", "%7D", "{x", std::string("nul\0byte", 8),
+                                std::string("line\nbreak")}) {
+    INFO(key);
+    CHECK(key_of_redis_name("r:", redis_key("r:", key)) == key);
+  }
+  CHECK_FALSE(key_of_redis_name("r:", "r:{api}:t:1000000"));
+  CHECK_FALSE(key_of_redis_name("r:", "other:{api}"));
+  CHECK_FALSE(key_of_redis_name("r:", "r:{}"));
+  CHECK_FALSE(key_of_redis_name("r:", "r:{a}b}"));
+  CHECK_FALSE(key_of_redis_name("r:", "r:{a%zzb}"));
+}
+
+TEST_CASE("store::redis_scan_pattern escapes glob characters of the prefix") {
+  CHECK(redis_scan_pattern("ratelimit:") == "ratelimit:{*");
+  CHECK(redis_scan_pattern("a*b?[c]\\") == "a\\*b\\?\\[c\\]\\\\{*");
+}

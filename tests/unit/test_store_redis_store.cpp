@@ -1,0 +1,292 @@
+#include "store/redis_store.hpp"
+
+#include "redis_server.hpp"
+#include "store/redis_keys.hpp"
+#include "util/clock.hpp"
+
+#include <algorithm>
+#include <doctest/doctest.h>
+#include <hiredis/hiredis.h>
+#include <unistd.h>
+
+using namespace ratelimit;
+
+namespace {
+
+constexpr core::Nanos k_second = core::k_nanos_per_second;
+
+core::Limit per_second(std::int64_t count) {
+  return {{count, k_second}, count};
+}
+
+// A connection of the test's own, to look at what the store wrote.
+struct Inspector {
+  store::RedisConnection connection;
+  explicit Inspector(const store::RedisLocation& location) : connection(location, 2 * k_second) {}
+
+  std::vector<std::string> keys(const std::string& pattern) {
+    std::string call[] = {"KEYS", pattern};
+    store::RedisReply reply = connection.command(call);
+    std::vector<std::string> names;
+    for (std::size_t i = 0; i < reply.size(); ++i) {
+      names.emplace_back(reply.at(i).str, reply.at(i).len);
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+
+  std::int64_t pttl(const std::string& name) {
+    std::string call[] = {"PTTL", name};
+    return connection.command(call).integer();
+  }
+};
+
+core::Decision try_once(store::Store& store, std::string_view key, core::Algorithm algorithm,
+                        const std::vector<core::Limit>& limits, bool reserve = false) {
+  core::Request request;
+  request.reserve = reserve;
+  return store.decide(key, algorithm, limits, request);
+}
+
+} // namespace
+
+TEST_CASE("store::RedisStore decides with the server's clock, in nanoseconds") {
+  RATELIMIT_REDIS_SERVER(server);
+  store::RedisStore store(server->location(), "t1:", k_second);
+  std::vector<core::Limit> limits{{{3, 2 * k_second}, 3}};
+  core::Decision first = try_once(store, "api", core::Algorithm::token_bucket, limits);
+  CHECK(first.allowed);
+  CHECK(first.remaining == 2);
+  CHECK(first.reset_after == 666'667'000); // the interval, 2s/3, rounded up to a µs
+  CHECK(std::llabs(first.now - util::realtime_nanos()) < 5 * k_second);
+  CHECK(first.now % 1000 == 0);
+  try_once(store, "api", core::Algorithm::token_bucket, limits);
+  try_once(store, "api", core::Algorithm::token_bucket, limits);
+  core::Decision denied = try_once(store, "api", core::Algorithm::token_bucket, limits);
+  CHECK_FALSE(denied.allowed);
+  CHECK(denied.wait > 0);
+  CHECK(denied.wait <= 666'667'000);
+  CHECK(std::llabs(store.now() - util::realtime_nanos()) < 5 * k_second);
+}
+
+TEST_CASE("store::RedisStore keeps a key's values under the prefix, in one hash tag") {
+  RATELIMIT_REDIS_SERVER(server);
+  Inspector redis(server->location());
+  store::RedisStore store(server->location(), "t2:", k_second);
+  try_once(store, "log}key", core::Algorithm::sliding_log,
+           {per_second(5), {{20, 60 * k_second}, 20}});
+  try_once(store, "bucket", core::Algorithm::token_bucket, {per_second(5)});
+  CHECK(redis.keys("t2:*") ==
+        std::vector<std::string>{"t2:{bucket}", "t2:{log%7Dkey}", "t2:{log%7Dkey}:c:1000000",
+                                 "t2:{log%7Dkey}:c:60000000", "t2:{log%7Dkey}:t:1000000",
+                                 "t2:{log%7Dkey}:t:60000000"});
+}
+
+TEST_CASE("store::RedisStore values expire when the state is a fresh key's again") {
+  RATELIMIT_REDIS_SERVER(server);
+  Inspector redis(server->location());
+  store::RedisStore store(server->location(), "t3:", k_second);
+  core::Decision decision =
+      try_once(store, "k", core::Algorithm::sliding_log, {{{2, 3 * k_second}, 2}});
+  REQUIRE(decision.allowed);
+  CHECK(decision.reset_after == 3 * k_second);
+  for (std::string name : {"t3:{k}", "t3:{k}:t:3000000", "t3:{k}:c:3000000"}) {
+    INFO(name);
+    std::int64_t ttl = redis.pttl(name);
+    CHECK(ttl > 2000);
+    CHECK(ttl <= 3002);
+  }
+  // A fixed window expires at the end of its window, whatever the count.
+  decision = try_once(store, "w", core::Algorithm::fixed_window, {{{5, 60 * k_second}, 5}});
+  std::int64_t ttl = redis.pttl("t3:{w}");
+  CHECK(ttl <= core::ceil_millis(decision.reset_after) + 2);
+  CHECK(ttl >= core::ceil_millis(decision.reset_after) - 1000);
+  // A reservation given back entirely leaves a fresh key: nothing is left to expire.
+  core::Decision reserved =
+      try_once(store, "g", core::Algorithm::leaky_bucket, {{{1, 60 * k_second}, 1}}, true);
+  REQUIRE(reserved.allowed);
+  CHECK(redis.keys("t3:{g}").size() == 1);
+  std::vector<core::Limit> one_per_minute{{{1, 60 * k_second}, 1}};
+  store.give_back("g", core::Algorithm::leaky_bucket, one_per_minute, reserved.grant);
+  CHECK(redis.keys("t3:{g}").empty());
+}
+
+TEST_CASE("store::RedisStore gives back a reservation") {
+  RATELIMIT_REDIS_SERVER(server);
+  store::RedisStore store(server->location(), "t4:", k_second);
+  std::vector<core::Limit> limits{{{1, 10 * k_second}, 1}};
+  REQUIRE(try_once(store, "k", core::Algorithm::token_bucket, limits, true).allowed);
+  core::Decision reserved = try_once(store, "k", core::Algorithm::token_bucket, limits, true);
+  REQUIRE(reserved.allowed);
+  CHECK(reserved.wait > 9 * k_second);
+  store.give_back("k", core::Algorithm::token_bucket, limits, reserved.grant);
+  core::Decision after = try_once(store, "k", core::Algorithm::token_bucket, limits);
+  CHECK_FALSE(after.allowed);
+  CHECK(after.wait <= 10 * k_second);
+  CHECK(after.wait > 8 * k_second);
+}
+
+TEST_CASE("store::RedisStore refuses a key made by another algorithm") {
+  RATELIMIT_REDIS_SERVER(server);
+  store::RedisStore store(server->location(), "t5:", k_second);
+  try_once(store, "k", core::Algorithm::fixed_window, {per_second(5)});
+  CHECK_THROWS_AS(try_once(store, "k", core::Algorithm::token_bucket, {per_second(5)}),
+                  store::KeyConflict);
+}
+
+TEST_CASE("store::RedisStore status and reset work on named keys and on all keys") {
+  RATELIMIT_REDIS_SERVER(server);
+  Inspector redis(server->location());
+  store::RedisStore store(server->location(), "t6:", k_second);
+  store::RedisStore other(server->location(), "t6other:", k_second);
+  try_once(store, "b", core::Algorithm::sliding_log, {per_second(5)});
+  try_once(store, "a%}", core::Algorithm::token_bucket, {per_second(4), {{10, 60 * k_second}, 7}});
+  try_once(other, "c", core::Algorithm::token_bucket, {per_second(5)});
+
+  std::vector<store::KeyStatus> all = store.status({});
+  REQUIRE(all.size() == 2);
+  CHECK(all[0].key == "a%}");
+  CHECK(all[1].key == "b");
+  const store::KeyStatus& a = all[0];
+  CHECK(a.state.algorithm == core::Algorithm::token_bucket);
+  REQUIRE(a.state.limits.size() == 2);
+  CHECK(a.state.limits[1].limit == core::Limit{{10, 60 * k_second}, 7});
+  CHECK(a.state.limits[0].slots[0] > a.state.clock);  // the TAT, in nanoseconds
+  CHECK(a.state.limits[0].slots[1] == a.state.clock); // the latest grant, in nanoseconds
+  CHECK(a.standing.remaining == 3);
+  CHECK(a.standing.binding == 0);
+  CHECK(a.standing.limits[1].remaining == 6);
+
+  std::string named[] = {"b", "missing"};
+  CHECK(store.status(named).size() == 1);
+  CHECK(store.reset(named, false) == 1);
+  CHECK(redis.keys("t6:{b}*").empty());
+  CHECK(store.reset({}, true) == 1);
+  CHECK(redis.keys("t6:*").empty());
+  CHECK(redis.keys("t6other:*").size() == 1);
+  CHECK(store.collect_garbage().empty());
+}
+
+TEST_CASE("store::RedisStore status says when a try would be granted, and under which limit") {
+  RATELIMIT_REDIS_SERVER(server);
+  store::RedisStore store(server->location(), "t8:", k_second);
+  std::vector<core::Limit> limits{per_second(100), {{2, 60 * k_second}, 2}};
+  for (int i = 0; i < 2; ++i) {
+    REQUIRE(try_once(store, "k", core::Algorithm::sliding_log, limits).allowed);
+  }
+  std::string key[] = {"k"};
+  std::vector<store::KeyStatus> found = store.status(key);
+  REQUIRE(found.size() == 1);
+  const core::Decision& standing = found[0].standing;
+  CHECK_FALSE(standing.allowed);
+  CHECK(standing.binding == 1);
+  CHECK(standing.wait > 50 * k_second);
+  CHECK(standing.wait <= 60 * k_second);
+  REQUIRE(standing.limits.size() == 2);
+  CHECK(standing.limits[0].retry_after == 0);
+  CHECK(standing.limits[1].retry_after == standing.wait);
+}
+
+TEST_CASE("store::RedisStore keeps the state of a limit a request does not name") {
+  RATELIMIT_REDIS_SERVER(server);
+  Inspector redis(server->location());
+  store::RedisStore store(server->location(), "t9:", k_second);
+  std::vector<core::Limit> both{per_second(5), {{2, 60 * k_second}, 2}};
+  std::vector<core::Limit> second_only{per_second(5)};
+  REQUIRE(try_once(store, "k", core::Algorithm::sliding_log, both).allowed);
+  REQUIRE(try_once(store, "k", core::Algorithm::sliding_log, second_only).allowed);
+  // The minute's log stays, and the key lives as long as the minute counts its grant.
+  CHECK(redis.keys("t9:*") == std::vector<std::string>{"t9:{k}", "t9:{k}:c:1000000",
+                                                       "t9:{k}:c:60000000", "t9:{k}:t:1000000",
+                                                       "t9:{k}:t:60000000"});
+  CHECK(redis.pttl("t9:{k}") > 50'000);
+  CHECK(redis.pttl("t9:{k}:t:60000000") > 50'000);
+  // Named again, the minute still holds the first grant: one more, then no more.
+  REQUIRE(try_once(store, "k", core::Algorithm::sliding_log, both).allowed);
+  core::Decision denied = try_once(store, "k", core::Algorithm::sliding_log, both);
+  CHECK_FALSE(denied.allowed);
+  CHECK(denied.binding == 1);
+}
+
+TEST_CASE("store::RedisStore rounds periods up to a whole microsecond") {
+  RATELIMIT_REDIS_SERVER(server);
+  store::RedisStore store(server->location(), "t7:", k_second);
+  try_once(store, "k", core::Algorithm::fixed_window, {{{1, 60 * k_second + 1'500}, 1}});
+  std::string key[] = {"k"};
+  auto status = store.status(key);
+  REQUIRE(status.size() == 1);
+  CHECK(status[0].state.limits[0].limit.rate.period == 60 * k_second + 2'000);
+  CHECK_THROWS_AS(try_once(store, "big", core::Algorithm::token_bucket,
+                           {{{1, k_second}, std::int64_t{1} << 53}}),
+                  store::UnsupportedRequest);
+}
+
+TEST_CASE("store::RedisStore fails with StoreError when the server is down or silent") {
+  std::string why;
+  auto server = test::RedisServer::start(why);
+  if (!server) {
+    if (test::in_ci()) {
+      FAIL("redis-server is required in CI: " << why);
+    }
+    MESSAGE("skipped, " << why);
+    return;
+  }
+  store::RedisLocation location = server->location();
+  {
+    store::RedisStore store(location, "t8:", 300 * core::k_nanos_per_milli);
+    server->pause();
+    std::int64_t started = util::monotonic_nanos();
+    CHECK_THROWS_WITH_AS(try_once(store, "k", core::Algorithm::token_bucket, {per_second(1)}),
+                         doctest::Contains("no answer within 0.3s"), store::StoreError);
+    core::Nanos elapsed = util::monotonic_nanos() - started;
+    CHECK(elapsed >= 250 * core::k_nanos_per_milli);
+    CHECK(elapsed < 3 * k_second);
+    server->resume();
+  }
+  server.reset(); // stopped: nothing listens on the port any more
+  CHECK_THROWS_WITH_AS(store::RedisStore(location, "t8:", k_second),
+                       doctest::Contains("cannot connect: connection refused"), store::StoreError);
+}
+
+TEST_CASE("store::RedisStore follows Redis Cluster redirections to the key's node") {
+  std::string why;
+  std::vector<std::string> cluster{"--cluster-enabled", "yes"};
+  auto first = test::RedisServer::start(why, cluster);
+  auto second = first ? test::RedisServer::start(why, cluster) : nullptr;
+  if (!second) {
+    if (test::in_ci()) {
+      FAIL("redis-server is required in CI: " << why);
+    }
+    MESSAGE("skipped, " << why);
+    return;
+  }
+  store::RedisConnection a(first->location(), 2 * k_second);
+  store::RedisConnection b(second->location(), 2 * k_second);
+  a.command(std::vector<std::string>{"CLUSTER", "ADDSLOTSRANGE", "0", "8191"});
+  b.command(std::vector<std::string>{"CLUSTER", "ADDSLOTSRANGE", "8192", "16383"});
+  a.command(
+      std::vector<std::string>{"CLUSTER", "MEET", "127.0.0.1", std::to_string(second->port())});
+  auto ready = [](store::RedisConnection& node) {
+    store::RedisReply info = node.command(std::vector<std::string>{"CLUSTER", "INFO"});
+    return info.text().find("cluster_state:ok") != std::string_view::npos;
+  };
+  std::int64_t deadline = util::monotonic_nanos() + 20 * k_second;
+  while (!(ready(a) && ready(b)) && util::monotonic_nanos() < deadline) {
+    usleep(50'000);
+  }
+  REQUIRE(ready(a));
+  REQUIRE(ready(b));
+
+  store::RedisStore store(first->location(), "c:", 2 * k_second);
+  for (std::string key : {"alpha", "beta", "gamma", "delta", "epsilon", "zeta"}) {
+    INFO(key);
+    std::vector<core::Limit> limits{per_second(1), {{5, 60 * k_second}, 5}};
+    CHECK(try_once(store, key, core::Algorithm::sliding_log, limits).allowed);
+    CHECK_FALSE(try_once(store, key, core::Algorithm::sliding_log, limits).allowed);
+  }
+  std::int64_t on_a = a.command(std::vector<std::string>{"DBSIZE"}).integer();
+  std::int64_t on_b = b.command(std::vector<std::string>{"DBSIZE"}).integer();
+  CHECK(on_a + on_b == 6 * 5); // each key's hash and its four log sets, on one node
+  CHECK(on_a > 0);
+  CHECK(on_b > 0);
+}

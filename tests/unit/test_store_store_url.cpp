@@ -1,0 +1,109 @@
+#include "store/store_url.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace ratelimit::store;
+
+namespace {
+
+RedisLocation redis(std::string_view url) {
+  auto parsed = parse_store_url(url);
+  REQUIRE_MESSAGE(parsed.ok(), parsed.error());
+  REQUIRE(std::holds_alternative<RedisLocation>(*parsed));
+  return std::get<RedisLocation>(*parsed);
+}
+
+std::string error_of(std::string_view url) {
+  auto parsed = parse_store_url(url);
+  REQUIRE_FALSE(parsed.ok());
+  return parsed.error();
+}
+
+} // namespace
+
+TEST_CASE("store::parse_store_url reads a bare redis host with the defaults") {
+  RedisLocation location = redis("redis://cache.internal");
+  CHECK(location.host == "cache.internal");
+  CHECK(location.port == 6379);
+  CHECK(location.password.empty());
+  CHECK(location.user.empty());
+  CHECK(location.db == 0);
+  CHECK(location.address() == "cache.internal:6379");
+}
+
+TEST_CASE("store::parse_store_url reads a password, a port and a database") {
+  RedisLocation location = redis("redis://:s3cret@10.0.0.5:6380/2");
+  CHECK(location.host == "10.0.0.5");
+  CHECK(location.port == 6380);
+  CHECK(location.password == "s3cret");
+  CHECK(location.user.empty());
+  CHECK(location.db == 2);
+}
+
+TEST_CASE("store::parse_store_url reads an ACL user and percent-escaped password") {
+  RedisLocation location = redis("redis://limiter:p%40ss%2Fword@localhost/");
+  CHECK(location.user == "limiter");
+  CHECK(location.password == "p@ss/word");
+  CHECK(location.host == "localhost");
+  CHECK(location.db == 0);
+}
+
+TEST_CASE("store::parse_store_url splits the password at the last @") {
+  RedisLocation location = redis("redis://:a@b@host");
+  CHECK(location.password == "a@b");
+  CHECK(location.host == "host");
+}
+
+TEST_CASE("store::parse_store_url reads an IPv6 host in brackets") {
+  RedisLocation location = redis("redis://[::1]:7000");
+  CHECK(location.host == "::1");
+  CHECK(location.port == 7000);
+  CHECK(location.address() == "[::1]:7000");
+  CHECK(redis("redis://[::1]").port == 6379);
+}
+
+TEST_CASE("store::parse_store_url reads sqlite:PATH") {
+  auto parsed = parse_store_url("sqlite:/var/lib/app/limits.db");
+  REQUIRE(parsed.ok());
+  REQUIRE(std::holds_alternative<SqliteLocation>(*parsed));
+  CHECK(std::get<SqliteLocation>(*parsed).path == "/var/lib/app/limits.db");
+  auto relative = parse_store_url("sqlite:limits.db");
+  REQUIRE(relative.ok());
+  CHECK(std::get<SqliteLocation>(*relative).path == "limits.db");
+}
+
+TEST_CASE("store::parse_store_url rejects malformed URLs naming the accepted form") {
+  const char* bad[] = {"",
+                       "redis:/host",
+                       "http://host",
+                       "redis://",
+                       "redis://:pw@",
+                       "redis://host:",
+                       "redis://host:0",
+                       "redis://host:65536",
+                       "redis://host:63x",
+                       "redis://host/x",
+                       "redis://host/-1",
+                       "redis://user@host",
+                       "redis://:@host",
+                       "redis://:%zz@host",
+                       "redis://:%4@host",
+                       "redis://[::1",
+                       "redis://[::1]x",
+                       "redis://[::1]:",
+                       "sqlite:"};
+  for (const char* url : bad) {
+    INFO(url);
+    std::string error = error_of(url);
+    CHECK(error.find("invalid store") == 0);
+    CHECK(error.find("expected redis://[:password@]host[:port][/db] or sqlite:PATH") !=
+          std::string::npos);
+  }
+}
+
+TEST_CASE("store::parse_store_url quotes the bad URL and says what is wrong") {
+  CHECK(error_of("redis://host:99999") ==
+        "invalid store \"redis://host:99999\": the port is not a number from 1 to 65535; "
+        "expected redis://[:password@]host[:port][/db] or sqlite:PATH");
+  CHECK(error_of("mysql://db").find("unknown scheme") != std::string::npos);
+}
