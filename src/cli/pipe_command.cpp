@@ -253,8 +253,15 @@ int run_pipe(const PipeOptions& options, const GlobalOptions& global) {
     return Pipe(gate, request, global, delimiter, timeout).run();
   }
   // One connection for the whole stream; each decision is its own transaction.
-  auto store = open_store(global);
-  StoreGate gate(*store, request);
+  std::unique_ptr<store::Store> store;
+  try {
+    store = open_store(global);
+  } catch (const store::StoreError& error) {
+    if (!fail_open(global, error)) {
+      throw;
+    }
+  }
+  FailOpenGate gate(store.get(), request, global);
   return Pipe(gate, request, global, delimiter, timeout).run();
 }
 

@@ -1,5 +1,8 @@
 #include "cli/pipe_gate.hpp"
 
+#include "cli/acquire.hpp"
+#include "util/clock.hpp"
+
 namespace ratelimit::cli {
 
 LocalGate::LocalGate(const LimitedRequest& request, std::function<core::Nanos()> clock)
@@ -25,6 +28,55 @@ core::Decision StoreGate::decide(core::Request request) {
 
 void StoreGate::give_back(const core::Grant& grant) {
   m_store.give_back(m_request.key, m_request.algorithm, m_request.limits, grant);
+}
+
+FailOpenGate::FailOpenGate(store::Store* store, const LimitedRequest& request,
+                           const GlobalOptions& global)
+    : m_request(request), m_global(global) {
+  if (store != nullptr) {
+    m_store_gate.emplace(*store, request);
+  } else {
+    fall_back();
+  }
+}
+
+void FailOpenGate::fall_back() {
+  m_store_gate.reset();
+  m_local.emplace(m_request, util::realtime_nanos);
+}
+
+core::Decision FailOpenGate::decide(core::Request request) {
+  if (m_store_gate) {
+    try {
+      m_last_local = false;
+      return m_store_gate->decide(request);
+    } catch (const store::StoreError& error) {
+      if (!fail_open(m_global, error)) {
+        throw;
+      }
+      fall_back();
+    }
+  }
+  m_last_local = true;
+  return m_local->decide(request);
+}
+
+void FailOpenGate::give_back(const core::Grant& grant) {
+  if (m_last_local) {
+    m_local->give_back(grant);
+    return;
+  }
+  if (!m_store_gate) {
+    return; // the store failed since: its reservation stays taken, which never over-admits
+  }
+  try {
+    m_store_gate->give_back(grant);
+  } catch (const store::StoreError& error) {
+    if (!fail_open(m_global, error)) {
+      throw;
+    }
+    fall_back();
+  }
 }
 
 bool instant_grants_combine(core::Algorithm algorithm) {

@@ -1,10 +1,12 @@
 #pragma once
 
+#include "cli/global_options.hpp"
 #include "cli/limit_options.hpp"
 #include "core/decide.hpp"
 #include "store/store.hpp"
 
 #include <functional>
+#include <optional>
 
 namespace ratelimit::cli {
 
@@ -54,6 +56,29 @@ public:
 private:
   store::Store& m_store;
   const LimitedRequest& m_request;
+};
+
+// The key `request.key` of `store` while the store works. After a store error under
+// --on-store-error=allow (one warning), or from the start when `store` is null because it
+// could not be opened, a limiter of this process's own: the records keep the limit's pace
+// here, as `pipe` without a key, but no longer share it. Under deny a store error throws.
+class FailOpenGate final : public PipeGate {
+public:
+  FailOpenGate(store::Store* store, const LimitedRequest& request, const GlobalOptions& global);
+
+  core::Decision decide(core::Request request) override;
+  void give_back(const core::Grant& grant) override;
+  bool shared() const override { return true; }
+
+private:
+  void fall_back();
+
+  std::optional<StoreGate> m_store_gate;
+  const LimitedRequest& m_request;
+  const GlobalOptions& m_global;
+  std::optional<LocalGate> m_local;
+  // Whether the last decision came from the local limiter, to give its grant back there.
+  bool m_last_local = false;
 };
 
 // Whether `n` requests of cost `c` granted at one instant leave a key exactly as one request

@@ -29,13 +29,19 @@ grant_bound() {
   esac
 }
 
+# The number of rt_sigtimedwait, where a waiter sleeps until its slot, in /proc/PID/syscall.
+case $(uname -m) in
+aarch64 | riscv64) SIGTIMEDWAIT=137 ;;
+*) SIGTIMEDWAIT=128 ;; # x86_64
+esac
+
 # Milliseconds since the epoch, without a fork (the storm's loops must stay fast under load).
 now_ms_into() {
   local t=${EPOCHREALTIME/./}
   printf -v "$1" %s $((t / 1000))
 }
 
-# Sets HOLDER to the pid holding the flock on the file with inode $1, or empty, from
+# Sets HOLDER_PID to the pid holding the flock on the file with inode $1, or empty, from
 # /proc/locks (blocked waiters are listed with "->" and do not match).
 flock_holder() {
   HOLDER_PID=
@@ -106,7 +112,7 @@ kill_storm() {
           read -r candidate 2>/dev/null <"pid.$(((first + i) % 8 + 1))"
           [ -n "$candidate" ] && read -r syscall _ 2>/dev/null <"/proc/$candidate/syscall"
           [ -z "$victim" ] && victim=$candidate
-          if [ "$syscall" = 128 ]; then
+          if [ "$syscall" = "$SIGTIMEDWAIT" ]; then
             victim=$candidate
             break
           fi
@@ -125,7 +131,7 @@ kill_storm() {
         if [ "$HOLDER_PID" = "$victim" ]; then
           kind=lock
           lock_kills=$((lock_kills + 1))
-        elif [ "$syscall" = 128 ]; then
+        elif [ "$syscall" = "$SIGTIMEDWAIT" ]; then
           kind=sleep # in rt_sigtimedwait: asleep until its slot
           sleep_kills=$((sleep_kills + 1))
         fi
@@ -395,6 +401,7 @@ expect_refused_by_every_command() {
   commands=$(listed_commands)
   expect_true "--help lists try, wait and run (got: $(echo $commands))" \
     test "$(echo "$commands" | grep -cx 'try\|wait\|run')" = 3
+  echo "    $(basename "$file"): $(echo $commands)"
   for command in $commands; do
     invocation=$(store_invocation "$command")
     if [ -z "$invocation" ]; then
@@ -402,13 +409,14 @@ expect_refused_by_every_command() {
         fail "command \"$command\" is new: add how it opens the store to store_invocation"
       continue
     fi
+    # One line of input, for pipe.
     # shellcheck disable=SC2086
-    expect_status 3 rl --db "$file" $invocation </dev/null || continue
+    expect_status 3 rl --db "$file" $invocation <<<"record" || continue
     expect_one_line
     expect_contains "$ERR" "$why" "stderr of $command"
     # Failing open writes nothing either.
     # shellcheck disable=SC2086
-    rl --db "$file" --on-store-error=allow $invocation </dev/null >/dev/null 2>&1
+    rl --db "$file" --on-store-error=allow $invocation <<<"record" >/dev/null 2>&1
   done
   expect_eq "$sum" "$(sha256sum "$file")" "checksum of $file"
   expect_eq "$(basename "$file")" "$(ls "$(dirname "$file")" | grep -F "$(basename "$file")")" \
@@ -585,6 +593,69 @@ test_on_store_error_allow_grants_with_a_warning() {
 
   expect_status 0 rl --db foreign --on-store-error=allow -q try k -r 1/s
   expect_one_line # the warning shows even with -q: -q only silences denials
+}
+
+# pipe KEY fails open to a limiter of its own: every record passes, at the limit's pace.
+test_on_store_error_allow_in_pipe() {
+  printf 'not a database\n' >foreign
+  local start elapsed
+  start=$(now_ms)
+  expect_status 0 rl --db foreign --on-store-error=allow pipe k -r 2/s -b 1 <<<$'a\nb\nc'
+  elapsed=$(($(now_ms) - start))
+  expect_eq $'a\nb\nc' "$OUT" "records"
+  expect_one_line
+  expect_contains "$ERR" "ratelimit: warning: \"foreign\" is not a ratelimit database"
+  expect_true "three records at 2/s took $elapsed ms, at least 900" test "$elapsed" -ge 900
+  expect_status 3 rl --db foreign pipe k -r 2/s <<<$'a\nb'
+  expect_eq "" "$OUT" "records written when the store fails under deny"
+  expect_one_line
+}
+
+# A store that fails in the middle of a pipe: the rest goes on at the limit's pace.
+test_on_store_error_allow_when_the_store_fails_mid_pipe() {
+  rl try k -r 1/s
+  {
+    echo first
+    sleep 0.5
+    "$PYTHON" -c 'import fcntl, os, signal, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+fcntl.flock(fd, fcntl.LOCK_EX)
+os.kill(os.getpid(), signal.SIGSTOP)' "$DB" </dev/null >/dev/null &
+    echo $! >holder
+    sleep 0.5
+    echo second
+    echo third
+  } | "$RATELIMIT" --lock-timeout 0.3s --on-store-error=allow pipe k2 -r 20/s >out 2>err
+  local status=$?
+  kill -KILL "$(cat holder)"
+  expect_eq 0 "$status" "status of the pipe"
+  expect_eq $'first\nsecond\nthird' "$(cat out)" "records"
+  ERR=$(cat err)
+  expect_one_line
+  expect_contains "$ERR" "warning: database"
+  expect_contains "$ERR" "--lock-timeout"
+}
+
+# Every store: Redis too (nothing listens on port 1, so the connection is refused).
+test_on_store_error_allow_with_redis_down() {
+  expect_status 3 rl --store redis://127.0.0.1:1 try k -r 1/s
+  expect_status 0 rl --store redis://127.0.0.1:1 --on-store-error=allow try k -r 1/s
+  expect_one_line
+  expect_contains "$ERR" "ratelimit: warning: redis 127.0.0.1:1: cannot connect"
+  expect_status 0 rl --store redis://127.0.0.1:1 --on-store-error=allow pipe k -r 100/s <<<"record"
+  expect_eq record "$OUT" "the record"
+  expect_one_line
+}
+
+test_on_store_error_does_not_apply_to_status_reset_gc() {
+  printf 'not a database\n' >foreign
+  local command
+  for command in "status" "status k" "reset k" "reset --all" "gc"; do
+    # shellcheck disable=SC2086
+    expect_status 3 rl --db foreign --on-store-error=allow $command || continue
+    expect_one_line
+    expect_contains "$ERR" "is not a ratelimit database"
+  done
 }
 
 test_on_store_error_allow_on_a_lock_timeout() {

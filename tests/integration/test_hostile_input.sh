@@ -24,6 +24,7 @@ test_the_largest_possible_key() {
     try "$(repeat k 131071)" -r 1/s
   expect_usage_error "at most 1024 bytes" wait "$(repeat k 131071)" -r 1/s
   expect_usage_error "at most 1024 bytes" run "$(repeat k 131071)" -r 1/s -- true
+  expect_usage_error "at most 1024 bytes" pipe "$(repeat k 131071)" -r 1/s
   expect_usage_error "it is 1200 bytes long" try "$(printf 'é%.0s' $(seq 600))" -r 1/s
 }
 
@@ -41,6 +42,7 @@ test_empty_keys() {
   expect_usage_error 'invalid key ""' try "" -r 1/s
   expect_usage_error 'invalid key ""' wait "" -r 1/s
   expect_usage_error 'invalid key ""' run "" -r 1/s -- true
+  expect_usage_error 'invalid key ""' pipe "" -r 1/s
 }
 
 test_sql_and_odd_bytes_in_keys_are_just_keys() {
