@@ -107,14 +107,24 @@ const redisReply& RedisReply::at(std::size_t index) const {
 
 RedisConnection::RedisConnection(const RedisLocation& location, core::Nanos timeout)
     : m_timeout(timeout) {
-  connect(location);
+  try {
+    connect(location);
+  } catch (...) {
+    // No destructor runs for a constructor that throws: free the failed connection here.
+    close();
+    throw;
+  }
 }
 
-void RedisConnection::connect(const RedisLocation& location) {
+void RedisConnection::close() {
   if (m_context) {
     redisFree(m_context);
     m_context = nullptr;
   }
+}
+
+void RedisConnection::connect(const RedisLocation& location) {
+  close();
   m_location = location;
   m_name = "redis " + location.address();
   m_context = redisConnectWithTimeout(location.host.c_str(), location.port, to_timeval(m_timeout));
@@ -145,11 +155,7 @@ void RedisConnection::connect(const RedisLocation& location) {
   }
 }
 
-RedisConnection::~RedisConnection() {
-  if (m_context) {
-    redisFree(m_context);
-  }
-}
+RedisConnection::~RedisConnection() { close(); }
 
 void RedisConnection::fail(std::string_view why) const {
   throw StoreError(fmt::format("{}: {}", m_name, why));

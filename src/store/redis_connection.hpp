@@ -56,6 +56,7 @@ public:
 
 private:
   void connect(const RedisLocation& location);
+  void close();
   // Sends one command here; nullptr on an I/O failure.
   RedisReply send_here(std::span<const std::string> arguments);
   // Sends one command, following cluster redirections.
