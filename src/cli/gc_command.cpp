@@ -40,14 +40,14 @@ int run_gc(const GcOptions& options, const GlobalOptions& global) {
 
 } // namespace
 
-void setup_gc(CLI::App& app, const GlobalOptions& global, int& exit_status) {
+CommandRun setup_gc(CLI::App& app, const GlobalOptions& global) {
   auto options = std::make_shared<GcOptions>();
   CLI::App* command = app.add_subcommand(
       "gc", "Forget every key whose state is a fresh key's (never changes a decision)");
   command->footer("Decisions also collect a few such keys now and then; gc does all of them.\n"
                   "Example: ratelimit gc -v");
   command->add_flag("-v,--verbose", options->verbose, "Print each key removed on stderr");
-  command->callback([options, &global, &exit_status] { exit_status = run_gc(*options, global); });
+  return [options, &global] { return run_gc(*options, global); };
 }
 
 } // namespace ratelimit::cli

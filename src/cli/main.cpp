@@ -8,6 +8,9 @@
 #include <cctype>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <optional>
+#include <utility>
+#include <vector>
 
 namespace ratelimit::cli {
 
@@ -43,37 +46,56 @@ int fail(int status, const std::string& message) {
   return status;
 }
 
-} // namespace
+// The command the command line most likely names: the first argument that is a command's
+// name, or null. A guess only (the argument could be the value of --db): a wrong guess fails
+// to parse, and the command line is then parsed again with every command.
+const Command* named_command(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    for (const Command& command : k_commands) {
+      if (command.name == argv[i]) {
+        return &command;
+      }
+    }
+  }
+  return nullptr;
+}
 
-int main(int argc, char** argv) {
+// Parses the command line with the commands `only` (or all when null), then runs the one it
+// selects. Returns nothing, having run nothing, when a parse with `only` fails: the parse
+// with every command then reports the error, help or version as usual.
+std::optional<int> parse_and_run(int argc, char** argv, const Command* only) {
   GlobalOptions global;
-  int exit_status = k_exit_granted;
   CLI::App app(k_description, "ratelimit");
   app.set_version_flag("--version", "ratelimit " RATELIMIT_VERSION " (stores: sqlite, redis)");
   app.require_subcommand(1);
   app.footer(k_examples);
   add_global_options(app, global);
-  setup_try(app, global, exit_status);
-  setup_wait(app, global, exit_status);
-  setup_run(app, global, exit_status);
-  setup_simulate(app, global, exit_status);
-  setup_pipe(app, global, exit_status);
-  setup_status(app, global, exit_status);
-  setup_reset(app, global, exit_status);
-  setup_gc(app, global, exit_status);
+  std::vector<std::pair<const CLI::App*, CommandRun>> runs;
+  for (const Command& command : k_commands) {
+    if (only == nullptr || only == &command) {
+      CommandRun run = command.setup(app, global);
+      runs.emplace_back(app.get_subcommands({}).back(), std::move(run));
+    }
+  }
   for (CLI::App* command : app.get_subcommands({})) {
     // Global options may follow the command name too.
     command->fallthrough();
   }
   try {
     app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& help) {
-    return app.exit(help);
-  } catch (const CLI::CallForAllHelp& help) {
-    return app.exit(help);
-  } catch (const CLI::CallForVersion& version) {
-    return app.exit(version);
   } catch (const CLI::ParseError& error) {
+    if (only != nullptr) {
+      return std::nullopt;
+    }
+    if (const auto* help = dynamic_cast<const CLI::CallForHelp*>(&error)) {
+      return app.exit(*help);
+    }
+    if (const auto* help = dynamic_cast<const CLI::CallForAllHelp*>(&error)) {
+      return app.exit(*help);
+    }
+    if (const auto* version = dynamic_cast<const CLI::CallForVersion*>(&error)) {
+      return app.exit(*version);
+    }
     if (app.get_subcommands().empty() && !app.remaining().empty()) {
       std::vector<std::string> names;
       for (const CLI::App* command : app.get_subcommands({})) {
@@ -83,6 +105,26 @@ int main(int argc, char** argv) {
                                             app.remaining().front(), fmt::join(names, ", ")));
     }
     return fail(k_exit_usage, fmt::format("{}; see ratelimit --help", error.what()));
+  }
+  const CLI::App* selected = app.get_subcommands().front();
+  for (auto& [command, run] : runs) {
+    if (command == selected) {
+      return run();
+    }
+  }
+  return fail(k_exit_usage, "no command given; see ratelimit --help");
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  try {
+    // Setting up the options of every command costs more than a decision: set up only the
+    // one named, unless that fails.
+    if (auto status = parse_and_run(argc, argv, named_command(argc, argv))) {
+      return *status;
+    }
+    return *parse_and_run(argc, argv, nullptr);
   } catch (const UsageError& error) {
     return fail(k_exit_usage, error.what());
   } catch (const store::KeyConflict& error) {
@@ -92,7 +134,6 @@ int main(int argc, char** argv) {
   } catch (const store::StoreError& error) {
     return fail(k_exit_store, error.what());
   }
-  return exit_status;
 }
 
 } // namespace ratelimit::cli

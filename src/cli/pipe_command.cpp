@@ -267,7 +267,7 @@ int run_pipe(const PipeOptions& options, const GlobalOptions& global) {
 
 } // namespace
 
-void setup_pipe(CLI::App& app, const GlobalOptions& global, int& exit_status) {
+CommandRun setup_pipe(CLI::App& app, const GlobalOptions& global) {
   auto options = std::make_shared<PipeOptions>();
   CLI::App* command = app.add_subcommand(
       "pipe", "Copy stdin to stdout, releasing each line (or NUL-terminated record) at its slot");
@@ -285,10 +285,10 @@ void setup_pipe(CLI::App& app, const GlobalOptions& global, int& exit_status) {
       ->add_option("-t,--timeout", options->timeout,
                    "Stop (exit 1) at a record whose slot is further away than this")
       ->option_text("DURATION");
-  command->callback([command, options, &global, &exit_status] {
+  return [command, options, &global] {
     options->key_given = command->count("key") > 0;
-    exit_status = run_pipe(*options, global);
-  });
+    return run_pipe(*options, global);
+  };
 }
 
 } // namespace ratelimit::cli

@@ -38,15 +38,14 @@ int run_reset(const ResetOptions& options, const GlobalOptions& global) {
 
 } // namespace
 
-void setup_reset(CLI::App& app, const GlobalOptions& global, int& exit_status) {
+CommandRun setup_reset(CLI::App& app, const GlobalOptions& global) {
   auto options = std::make_shared<ResetOptions>();
   CLI::App* command =
       app.add_subcommand("reset", "Forget keys, as if never used (unknown keys are no error)");
   command->footer("Example: ratelimit reset api; ratelimit reset --all");
   command->add_option("key", options->keys, "Keys to forget");
   command->add_flag("--all", options->all, "Forget every key");
-  command->callback(
-      [options, &global, &exit_status] { exit_status = run_reset(*options, global); });
+  return [options, &global] { return run_reset(*options, global); };
 }
 
 } // namespace ratelimit::cli

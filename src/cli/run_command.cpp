@@ -38,7 +38,8 @@ int execute(const std::vector<std::string>& command) {
 int run_run(const RunOptions& options, const GlobalOptions& global) {
   LimitedRequest request = resolve(options.limit);
   if (options.command.empty()) {
-    throw UsageError("no command to run; expected ratelimit run KEY -r N/PERIOD -- COMMAND [ARG...]");
+    throw UsageError(
+        "no command to run; expected ratelimit run KEY -r N/PERIOD -- COMMAND [ARG...]");
   }
   core::Nanos max_wait = parse_timeout(options.timeout);
   util::InterruptSignals signals;
@@ -56,10 +57,9 @@ int run_run(const RunOptions& options, const GlobalOptions& global) {
 
 } // namespace
 
-void setup_run(CLI::App& app, const GlobalOptions& global, int& exit_status) {
+CommandRun setup_run(CLI::App& app, const GlobalOptions& global) {
   auto options = std::make_shared<RunOptions>();
-  CLI::App* command =
-      app.add_subcommand("run", "Wait for a slot, then execute COMMAND (no shell)");
+  CLI::App* command = app.add_subcommand("run", "Wait for a slot, then execute COMMAND (no shell)");
   command->footer("Example: ratelimit run api -r 5/s -- curl -sO https://api.example.com/");
   add_limit_options(*command, options->limit);
   command
@@ -70,7 +70,7 @@ void setup_run(CLI::App& app, const GlobalOptions& global, int& exit_status) {
                     "Do not wait: run COMMAND only if a slot is free now, else exit 1");
   command->add_option("command", options->command, "The command and its arguments, after --")
       ->option_text("-- COMMAND [ARG...]");
-  command->callback([options, &global, &exit_status] { exit_status = run_run(*options, global); });
+  return [options, &global] { return run_run(*options, global); };
 }
 
 } // namespace ratelimit::cli

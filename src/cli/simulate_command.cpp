@@ -237,7 +237,7 @@ void run_simulate(const SimulateOptions& options, const Given& given, const Glob
 
 } // namespace
 
-void setup_simulate(CLI::App& app, const GlobalOptions& global, int& exit_status) {
+CommandRun setup_simulate(CLI::App& app, const GlobalOptions& global) {
   auto options = std::make_shared<SimulateOptions>();
   CLI::App* command = app.add_subcommand(
       "simulate", "Compare the algorithms on a trace or a traffic profile, on a virtual clock");
@@ -284,13 +284,13 @@ void setup_simulate(CLI::App& app, const GlobalOptions& global, int& exit_status
       ->option_text("N");
   command->add_option("--format", options->format, "table (default), csv or json")
       ->option_text("table|csv|json");
-  command->callback([options, command, &global, &exit_status] {
+  return [options, command, &global] {
     Given given{command->count("--trace") > 0, command->count("--profile") > 0,
                 command->count("--duration") > 0, command->count("--load") > 0,
                 command->count("--seed") > 0};
     run_simulate(*options, given, global);
-    exit_status = k_exit_granted;
-  });
+    return k_exit_granted;
+  };
 }
 
 } // namespace ratelimit::cli

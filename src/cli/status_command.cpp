@@ -158,15 +158,14 @@ int run_status(const StatusOptions& options, const GlobalOptions& global) {
 
 } // namespace
 
-void setup_status(CLI::App& app, const GlobalOptions& global, int& exit_status) {
+CommandRun setup_status(CLI::App& app, const GlobalOptions& global) {
   auto options = std::make_shared<StatusOptions>();
   CLI::App* command = app.add_subcommand(
       "status", "Show the state of keys (all keys without KEY) without consuming anything");
   command->footer("Exit status: 0, or 1 when a KEY named is unknown (the others are shown).\n"
                   "Example: ratelimit status api --json");
   command->add_option("key", options->keys, "Keys to show (default: every key)");
-  command->callback(
-      [options, &global, &exit_status] { exit_status = run_status(*options, global); });
+  return [options, &global] { return run_status(*options, global); };
 }
 
 } // namespace ratelimit::cli

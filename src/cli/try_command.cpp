@@ -20,12 +20,12 @@ int run_try(const LimitOptions& options, const GlobalOptions& global) {
 
 } // namespace
 
-void setup_try(CLI::App& app, const GlobalOptions& global, int& exit_status) {
+CommandRun setup_try(CLI::App& app, const GlobalOptions& global) {
   auto options = std::make_shared<LimitOptions>();
   CLI::App* command = app.add_subcommand("try", "Decide now: exit 0 if granted, 1 if limited");
   command->footer("Example: ratelimit try api -r 10/s && curl https://api.example.com/");
   add_limit_options(*command, *options);
-  command->callback([options, &global, &exit_status] { exit_status = run_try(*options, global); });
+  return [options, &global] { return run_try(*options, global); };
 }
 
 } // namespace ratelimit::cli

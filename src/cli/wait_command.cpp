@@ -26,7 +26,7 @@ int run_wait(const WaitOptions& options, const GlobalOptions& global) {
 
 } // namespace
 
-void setup_wait(CLI::App& app, const GlobalOptions& global, int& exit_status) {
+CommandRun setup_wait(CLI::App& app, const GlobalOptions& global) {
   auto options = std::make_shared<WaitOptions>();
   CLI::App* command =
       app.add_subcommand("wait", "Reserve the next slot and sleep until it, then exit 0");
@@ -36,8 +36,7 @@ void setup_wait(CLI::App& app, const GlobalOptions& global, int& exit_status) {
       ->add_option("-t,--timeout", options->timeout,
                    "Give up at once (exit 1) if the slot is further away than this")
       ->option_text("DURATION");
-  command->callback(
-      [options, &global, &exit_status] { exit_status = run_wait(*options, global); });
+  return [options, &global] { return run_wait(*options, global); };
 }
 
 } // namespace ratelimit::cli

@@ -25,6 +25,17 @@ test_global_options_after_the_command() {
   expect_eq "" "$ERR" "stderr with -q"
 }
 
+# The first argument that names a command is not always the command: it can be a key, or
+# the value of an option given before the command.
+test_command_names_as_keys_and_option_values() {
+  expect_status 0 rl try wait -r 1/min
+  expect_status 1 rl -q try wait -r 1/min
+  expect_status 0 rl --redis-prefix wait try k -r 1/min
+  expect_status 1 rl -q --redis-prefix wait try k -r 1/min
+  expect_status 0 rl --redis-prefix gc run status -r 1/min -- echo ran
+  expect_eq ran "$OUT" "output of run"
+}
+
 test_json_fields() {
   expect_status 0 rl --json try api -r 10/min -b 4 -c 3
   expect_eq '"api"' "$(json_field "$OUT" key)"
@@ -313,7 +324,11 @@ test_version_and_help() {
   expect_status 0 rl --version
   expect_contains "$OUT" "ratelimit "
   expect_contains "$OUT" "sqlite"
-  for command in try wait run; do
+  expect_status 0 rl --help
+  for command in try wait run pipe status reset gc simulate; do
+    expect_contains "$OUT" "  $command " "--help"
+  done
+  for command in try wait run pipe status reset gc simulate; do
     expect_status 0 rl "$command" --help
     expect_contains "$OUT" "Example:"
   done
