@@ -32,7 +32,8 @@ Acquired acquire(store::Store& store, util::InterruptSignals& signals, const Glo
   Acquired acquired;
   acquired.decision = store.decide(request.key, request.algorithm, request.limits, ask);
   if (!acquired.decision.allowed) {
-    report(global, request, acquired.decision, reserve ? std::optional<core::Nanos>(0) : std::nullopt);
+    report(global, request, acquired.decision,
+           reserve ? std::optional<core::Nanos>(0) : std::nullopt);
     return acquired;
   }
   std::int64_t started = util::monotonic_nanos();

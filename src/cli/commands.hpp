@@ -2,7 +2,6 @@
 
 #include "cli/global_options.hpp"
 
-#include <CLI/CLI.hpp>
 #include <functional>
 #include <string_view>
 

@@ -6,6 +6,7 @@
 #include "store/sqlite_store.hpp"
 #include "store/store_url.hpp"
 
+#include <CLI/CLI.hpp>
 #include <cstdlib>
 
 namespace ratelimit::cli {

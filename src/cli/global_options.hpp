@@ -1,8 +1,8 @@
 #pragma once
 
+#include "cli/cli11_fwd.hpp"
 #include "core/time.hpp"
 
-#include <CLI/CLI.hpp>
 #include <memory>
 #include <optional>
 #include <string>

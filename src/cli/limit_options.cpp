@@ -2,6 +2,7 @@
 
 #include "cli/usage_error.hpp"
 
+#include <CLI/CLI.hpp>
 #include <charconv>
 #include <fmt/format.h>
 

@@ -1,8 +1,8 @@
 #pragma once
 
+#include "cli/cli11_fwd.hpp"
 #include "core/limit.hpp"
 
-#include <CLI/CLI.hpp>
 #include <string>
 #include <vector>
 

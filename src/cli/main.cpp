@@ -5,6 +5,7 @@
 #include "cli/usage_error.hpp"
 #include "store/store.hpp"
 
+#include <CLI/CLI.hpp>
 #include <cctype>
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -13,6 +13,7 @@
 #include "util/record_reader.hpp"
 #include "util/signals.hpp"
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <csignal>
 #include <cstring>

@@ -61,7 +61,10 @@ std::string limits_json(core::Algorithm algorithm, std::span<const core::Limit> 
         .field("remaining", limit_report.remaining)
         .field("retry_after_ms", core::ceil_millis(limit_report.retry_after))
         .field("reset_after_ms", core::ceil_millis(limit_report.reset_after));
-    json += (i ? "," : "") + item.str();
+    if (i != 0) {
+      json += ',';
+    }
+    json += item.str();
   }
   return json + "]";
 }

@@ -5,6 +5,7 @@
 #include "store/store.hpp"
 #include "util/json.hpp"
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <memory>
 

@@ -3,6 +3,7 @@
 #include "cli/exit_status.hpp"
 #include "cli/usage_error.hpp"
 
+#include <CLI/CLI.hpp>
 #include <cerrno>
 #include <cstring>
 #include <fmt/format.h>

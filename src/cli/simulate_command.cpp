@@ -8,6 +8,7 @@
 #include "sim/simulate.hpp"
 #include "sim/trace.hpp"
 
+#include <CLI/CLI.hpp>
 #include <cctype>
 #include <cerrno>
 #include <charconv>

@@ -5,6 +5,7 @@
 #include "store/store.hpp"
 #include "util/json.hpp"
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <array>
 #include <ctime>

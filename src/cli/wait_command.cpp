@@ -2,6 +2,7 @@
 #include "cli/commands.hpp"
 #include "cli/exit_status.hpp"
 
+#include <CLI/CLI.hpp>
 #include <memory>
 
 namespace ratelimit::cli {

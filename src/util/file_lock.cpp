@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <csignal>
+#include <initializer_list>
 #include <sys/file.h>
 #include <sys/time.h>
 
