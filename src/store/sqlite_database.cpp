@@ -46,10 +46,29 @@ CREATE INDEX grant_log_by_time ON grant_log (key_id, period, at);
 static_assert(k_application_id == 1380732244, "k_schema spells the application id");
 
 std::int32_t big_endian_at(const unsigned char* bytes, std::size_t offset) {
-  return static_cast<std::int32_t>((std::uint32_t{bytes[offset]} << 24) |
-                                   (std::uint32_t{bytes[offset + 1]} << 16) |
-                                   (std::uint32_t{bytes[offset + 2]} << 8) |
-                                   std::uint32_t{bytes[offset + 3]});
+  return static_cast<std::int32_t>(
+      (std::uint32_t{bytes[offset]} << 24) | (std::uint32_t{bytes[offset + 1]} << 16) |
+      (std::uint32_t{bytes[offset + 2]} << 8) | std::uint32_t{bytes[offset + 3]});
+}
+
+// The WAL is truncated once a commit leaves this many frames (4 KiB pages) in it.
+constexpr int k_wal_truncate_frames = 128;
+
+// Each process is usually the only one with the database open, so each one rebuilds the
+// WAL index from the WAL file when it opens, and then sees nothing of the WAL as
+// checkpointed. SQLite's autocheckpoint would copy the whole WAL again after every commit
+// (three fsyncs) and never restart it, and the WAL would grow with every decision. Instead
+// the committing process, still under the lock, checkpoints and truncates the WAL once it
+// is long: the fsyncs are paid once in many decisions, and every open reads a short WAL.
+int truncate_long_wal(void* lock_timeout_ms, sqlite3* db, const char* schema, int frames) {
+  if (frames >= k_wal_truncate_frames) {
+    // Never wait for a reader here (`status` may be reading): the next commit tries again.
+    sqlite3_busy_timeout(db, 0);
+    sqlite3_wal_checkpoint_v2(db, schema, SQLITE_CHECKPOINT_TRUNCATE, nullptr, nullptr);
+    sqlite3_busy_timeout(db, *static_cast<int*>(lock_timeout_ms));
+  }
+  // The commit has happened whatever the checkpoint did.
+  return SQLITE_OK;
 }
 
 } // namespace
@@ -71,16 +90,17 @@ SqliteDatabase::SqliteDatabase(std::string path, core::Nanos lock_timeout)
     fail("cannot open the database", rc);
   }
   // Writers queue on the flock; SQLite's own busy handler covers readers and checkpoints.
-  sqlite3_busy_timeout(m_db, static_cast<int>(std::min<core::Nanos>(
-                                 m_lock_timeout / core::k_nanos_per_milli, 1'000'000'000)));
+  m_busy_timeout_ms = static_cast<int>(
+      std::min<core::Nanos>(m_lock_timeout / core::k_nanos_per_milli, 1'000'000'000));
+  sqlite3_busy_timeout(m_db, m_busy_timeout_ms);
   // Every process is a database's last connection when it closes: by default it would
   // checkpoint and delete the WAL there (several fsyncs), and the next process would create
-  // it again (two more). Keep the WAL; the autocheckpoint, in the committing process and
-  // under the lock, keeps it small, which also keeps cheap the WAL scan of each open.
+  // it again (two more). Keep the WAL, and truncate it only when it is long.
   sqlite3_db_config(m_db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
   int persist_wal = 1;
   sqlite3_file_control(m_db, "main", SQLITE_FCNTL_PERSIST_WAL, &persist_wal);
-  execute("PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 32");
+  sqlite3_wal_hook(m_db, truncate_long_wal, &m_busy_timeout_ms);
+  execute("PRAGMA synchronous = NORMAL");
 }
 
 SqliteDatabase::~SqliteDatabase() {
@@ -107,9 +127,9 @@ void SqliteDatabase::create() {
   };
   remove_scratch();
   sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(scratch.c_str(), &db,
-                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                           nullptr);
+  int rc =
+      sqlite3_open_v2(scratch.c_str(), &db,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc == SQLITE_OK) {
     rc = sqlite3_exec(db, k_schema, nullptr, nullptr, nullptr);
   }
@@ -134,8 +154,8 @@ void SqliteDatabase::check_identity() {
   std::array<unsigned char, 100> header{};
   ssize_t got = ::pread(m_fd, header.data(), header.size(), 0);
   auto refuse = [&](std::string_view why) {
-    throw StoreError(fmt::format("\"{}\" is not a ratelimit database: {}; give another --db",
-                                 m_path, why));
+    throw StoreError(
+        fmt::format("\"{}\" is not a ratelimit database: {}; give another --db", m_path, why));
   };
   if (got < 0) {
     throw StoreError(
@@ -177,7 +197,9 @@ void SqliteDatabase::lock() {
       fmt::format("cannot lock database \"{}\": {}", m_path, util::describe_errno(errno)));
 }
 
-void SqliteDatabase::unlock() { util::unlock(m_fd); }
+void SqliteDatabase::unlock() {
+  util::unlock(m_fd);
+}
 
 void SqliteDatabase::execute(const char* sql) {
   if (int rc = sqlite3_exec(m_db, sql, nullptr, nullptr, nullptr); rc != SQLITE_OK) {

@@ -42,6 +42,8 @@ private:
 
   std::string m_path;
   core::Nanos m_lock_timeout;
+  // SQLite's busy timeout, the lock timeout in ms (the WAL hook restores it).
+  int m_busy_timeout_ms = 0;
   int m_fd = -1;
   sqlite3* m_db = nullptr;
 };

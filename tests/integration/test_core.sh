@@ -103,6 +103,18 @@ test_sql_in_a_key_is_just_a_key() {
   expect_status 0 rl try other -r 1/min
 }
 
+# Each process rebuilds the WAL index when it opens the database: the WAL must be truncated
+# now and then, or it grows with every decision and every open and commit reads all of it.
+test_the_wal_stays_short() {
+  on_store sqlite || return 0
+  local i size
+  for i in $(seq 300); do
+    rl try "key$((i % 7))" -r 1000000/s || fail "try $i exited $?"
+  done
+  size=$(stat -c %s "$DB-wal")
+  expect_true "WAL of $size bytes after 300 decisions, at most 600 000" test "$size" -le 600000
+}
+
 test_default_database_location() {
   on_store sqlite || return 0
   unset RATELIMIT_DB
