@@ -75,6 +75,16 @@ int truncate_long_wal(void* lock_timeout_ms, sqlite3* db, const char* schema, in
 
 SqliteDatabase::SqliteDatabase(std::string path, core::Nanos lock_timeout)
     : m_path(std::move(path)), m_lock_timeout(lock_timeout) {
+  try {
+    open();
+  } catch (...) {
+    // No destructor runs for a constructor that throws: close what was opened here.
+    close();
+    throw;
+  }
+}
+
+void SqliteDatabase::open() {
   m_fd = ::open(m_path.c_str(), O_RDWR | O_CLOEXEC);
   if (m_fd < 0 && errno == ENOENT) {
     create();
@@ -104,9 +114,15 @@ SqliteDatabase::SqliteDatabase(std::string path, core::Nanos lock_timeout)
 }
 
 SqliteDatabase::~SqliteDatabase() {
+  close();
+}
+
+void SqliteDatabase::close() {
   sqlite3_close_v2(m_db);
+  m_db = nullptr;
   if (m_fd >= 0) {
     ::close(m_fd);
+    m_fd = -1;
   }
 }
 

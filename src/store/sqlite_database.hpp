@@ -37,6 +37,8 @@ public:
   [[noreturn]] void fail(std::string_view what, int rc) const;
 
 private:
+  void open();
+  void close();
   void create();
   void check_identity();
 

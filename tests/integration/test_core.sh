@@ -151,9 +151,12 @@ test_eight_processes_never_over_admit() {
   echo "    $total calls, $granted granted in $elapsed ms (bound $bound)"
   expect_eq 0 "$errors" "calls that failed"
   expect_true "granted $granted <= $bound" test "$granted" -le "$bound"
-  # The limit was really reached, and not starved either.
+  # The limit was really reached, and not starved either: callers that asked for twice what
+  # it allows (not so when every start is slow, under the sanitizers) got most of it.
   expect_true "some calls limited ($total calls)" test "$total" -gt "$granted"
-  expect_true "granted $granted >= 40" test "$granted" -ge 40
+  if [ "$total" -ge $((2 * bound)) ]; then
+    expect_true "granted $granted >= 40" test "$granted" -ge 40
+  fi
 }
 
 # 10 waiters on 10/s with burst 1, started 40 ms apart, are granted in the order they
