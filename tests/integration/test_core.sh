@@ -136,7 +136,7 @@ test_eight_processes_never_over_admit() {
   for p in 1 2 3 4 5 6 7 8; do
     (
       while [ "$(now_ms)" -lt $deadline ]; do
-        rl try -q hot -r 20/s -b 5
+        rl try -q hot -r 5/s -b 5
         echo "$?" >>"statuses.$p"
       done
     ) &
@@ -147,15 +147,16 @@ test_eight_processes_never_over_admit() {
   granted=$(cat statuses.* | grep -c '^0$')
   errors=$(cat statuses.* | grep -vc '^[01]$')
   total=$(cat statuses.* | wc -l)
-  local bound=$((5 + 20 * elapsed / 1000 + 1))
+  local bound=$((5 + 5 * elapsed / 1000 + 1))
   echo "    $total calls, $granted granted in $elapsed ms (bound $bound)"
   expect_eq 0 "$errors" "calls that failed"
   expect_true "granted $granted <= $bound" test "$granted" -le "$bound"
-  # The limit was really reached, and not starved either: callers that asked for twice what
-  # it allows (not so when every start is slow, under the sanitizers) got most of it.
+  # The limit was really reached (5/s is low enough for the slow starts under the
+  # sanitizers), and not starved either: callers that asked for twice what it allows got
+  # most of it.
   expect_true "some calls limited ($total calls)" test "$total" -gt "$granted"
   if [ "$total" -ge $((2 * bound)) ]; then
-    expect_true "granted $granted >= 40" test "$granted" -ge 40
+    expect_true "granted $granted >= 12" test "$granted" -ge 12
   fi
 }
 
