@@ -4,6 +4,7 @@
 #include "cli/report.hpp"
 #include "store/store.hpp"
 #include "util/json.hpp"
+#include "util/utf8.hpp"
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -73,20 +74,12 @@ std::string json_status(const store::KeyStatus& status) {
   return object.str();
 }
 
-// Columns as wide as their widest cell, in characters (UTF-8 sequences count as one).
-std::size_t display_width(std::string_view text) {
-  std::size_t width = 0;
-  for (char c : text) {
-    width += (static_cast<unsigned char>(c) & 0xc0) != 0x80 ? 1 : 0;
-  }
-  return width;
-}
-
+// Columns as wide as their widest cell, in terminal columns.
 void print_table(const std::vector<std::array<std::string, 7>>& rows) {
   std::array<std::size_t, 7> widths{};
   for (const auto& row : rows) {
     for (std::size_t column = 0; column < row.size(); ++column) {
-      widths[column] = std::max(widths[column], display_width(row[column]));
+      widths[column] = std::max(widths[column], util::display_width(row[column]));
     }
   }
   std::string out;
@@ -94,7 +87,7 @@ void print_table(const std::vector<std::array<std::string, 7>>& rows) {
     for (std::size_t column = 0; column < row.size(); ++column) {
       out += row[column];
       if (column + 1 < row.size()) {
-        out.append(widths[column] - display_width(row[column]) + 2, ' ');
+        out.append(widths[column] - util::display_width(row[column]) + 2, ' ');
       }
     }
     out += '\n';

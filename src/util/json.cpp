@@ -1,43 +1,17 @@
 #include "util/json.hpp"
 
+#include "util/utf8.hpp"
+
 #include <fmt/format.h>
 
 namespace ratelimit::util {
-
-namespace {
-
-// The length of the valid UTF-8 sequence at the front of `text`, or 0.
-std::size_t utf8_sequence_length(std::string_view text) {
-  auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };
-  unsigned char lead = byte(0);
-  std::size_t length = lead < 0x80 ? 1 : lead >= 0xc2 && lead <= 0xdf ? 2
-                                     : lead >= 0xe0 && lead <= 0xef   ? 3
-                                     : lead >= 0xf0 && lead <= 0xf4   ? 4
-                                                                      : 0;
-  if (length == 0 || length > text.size()) {
-    return 0;
-  }
-  for (std::size_t i = 1; i < length; ++i) {
-    if ((byte(i) & 0xc0) != 0x80) {
-      return 0;
-    }
-  }
-  // Overlong forms, surrogates and code points past U+10FFFF.
-  if ((lead == 0xe0 && byte(1) < 0xa0) || (lead == 0xed && byte(1) > 0x9f) ||
-      (lead == 0xf0 && byte(1) < 0x90) || (lead == 0xf4 && byte(1) > 0x8f)) {
-    return 0;
-  }
-  return length;
-}
-
-} // namespace
 
 std::string json_string(std::string_view text) {
   std::string out = "\"";
   out.reserve(text.size() + 2);
   while (!text.empty()) {
     unsigned char c = static_cast<unsigned char>(text.front());
-    std::size_t length = utf8_sequence_length(text);
+    std::size_t length = decode_utf8(text).length;
     if (length == 0) {
       out += "\\ufffd";
       text.remove_prefix(1);

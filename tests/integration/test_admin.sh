@@ -208,6 +208,36 @@ test_decisions_collect_fresh_keys_on_the_way() {
     "keys left"
 }
 
+test_keys_that_would_control_the_terminal_are_escaped() {
+  # A byte that is not UTF-8, a C1 control that starts an escape sequence, a bidi override.
+  rl try -r 1/min -- $'raw\xff'
+  rl try -r 1/min -- $'csi\xc2\x9b2J'
+  rl try -r 1/min -- $'\xe2\x80\xaeevil'
+  expect_status 0 rl status
+  expect_contains "$OUT" '"raw\xff"'
+  expect_contains "$OUT" '"csi\u009b2J"'
+  expect_contains "$OUT" '"\u202eevil"'
+  expect_true "raw bytes in: $OUT" test "$(printf '%s' "$OUT" | LC_ALL=C grep -c $'[\x80-\xff]')" = 0
+}
+
+test_status_aligns_wide_and_zero_width_keys() {
+  rl try -r 1/min -- '🔑漢字'
+  rl try -r 1/min -- $'zero\xe2\x80\x8bwidth'
+  rl try -r 1/min -- 'plain'
+  expect_status 0 rl status
+  # The algorithm column starts at the same terminal column on every line: wide characters
+  # take two columns, zero-width ones none.
+  expect_true "algorithm column misaligned in: $OUT" "$PYTHON" -c '
+import sys, unicodedata
+def width(text):
+    return sum(0 if unicodedata.category(c) in ("Mn", "Me", "Cf") else
+               2 if unicodedata.east_asian_width(c) in ("W", "F") else 1 for c in text)
+lines = sys.stdin.read().splitlines()
+starts = {width(line[:line.index(word)]) for line in lines
+          for word in ("ALGORITHM", "token-bucket") if word in line}
+sys.exit(0 if len(starts) == 1 and len(lines) == 4 else 1)' <<<"$OUT"
+}
+
 test_odd_keys_round_trip() {
   local keys=('quo"te' $'new\nline' 'ütf-8 ключ 🔑' $'tab\there' 'back\slash' ' spaced ' '-dash')
   local key
