@@ -235,6 +235,16 @@ test_recommends_from_the_shape() {
   expect_contains "$(printf '%s\n' "$OUT" | tail -n 1)" "recommendation: sliding-window: "
 }
 
+test_wait_mode_recommends_from_the_same_shape() {
+  local profile expected
+  for profile in "burst token-bucket" "steady --load 2 leaky-bucket" "boundary sliding-log"; do
+    expected=${profile##* }
+    # shellcheck disable=SC2086 # the profile's words are separate arguments
+    expect_status 0 rl simulate -r 10/s --mode wait --profile ${profile% *} || return
+    expect_contains "$(printf '%s\n' "$OUT" | tail -n 1)" "recommendation: $expected: "
+  done
+}
+
 test_help_lists_simulate() {
   expect_status 0 rl --help || return
   expect_contains "$OUT" "simulate"
