@@ -30,6 +30,15 @@ public:
     }
   }
 
+  // Pieces of text, written as they are: no format string to interpret (CSV rows).
+  template <typename... Pieces>
+  void append(const Pieces&... pieces) {
+    (m_buffer.append(std::string_view(pieces)), ...);
+    if (m_buffer.size() > (1 << 20)) {
+      flush();
+    }
+  }
+
   void flush() {
     std::fwrite(m_buffer.data(), 1, m_buffer.size(), m_out);
     m_buffer.clear();
@@ -138,6 +147,32 @@ void print_table(Output& out, const SimulationReport& report) {
             comparison.recommendation.reason);
 }
 
+// json_millis() without a string on the heap: a CSV row has two of them, and there can be
+// millions of rows.
+class CsvMillis {
+public:
+  explicit CsvMillis(Nanos duration) {
+    fmt::format_int whole(duration / core::k_nanos_per_milli);
+    std::string_view digits(whole.data(), whole.size());
+    digits.copy(m_text, digits.size());
+    m_size = digits.size();
+    // Negative times never reach here: arrivals start at 0 and grants follow them.
+    Nanos fraction = duration % core::k_nanos_per_milli;
+    if (fraction > 0) {
+      m_text[m_size++] = '.';
+      for (Nanos unit = core::k_nanos_per_milli / 10; fraction > 0; unit /= 10) {
+        m_text[m_size++] = static_cast<char>('0' + fraction / unit);
+        fraction %= unit;
+      }
+    }
+  }
+  std::string_view view() const { return {m_text, m_size}; }
+
+private:
+  char m_text[48];
+  std::size_t m_size = 0;
+};
+
 void print_csv(Output& out, const SimulationReport& report) {
   out.print("algorithm,t_ms,cost,allowed,granted_at_ms\n");
   for (const sim::Run& run : report.comparison->runs) {
@@ -146,10 +181,12 @@ void print_csv(Output& out, const SimulationReport& report) {
       const sim::Arrival& arrival = report.arrivals[i];
       Nanos granted = run.granted_at[i];
       if (granted == sim::k_denied) {
-        out.print("{},{},{},false,\n", name, json_millis(arrival.at), arrival.cost);
+        out.append(name, ",", CsvMillis(arrival.at).view(), ",",
+                   fmt::format_int(arrival.cost).c_str(), ",false,\n");
       } else {
-        out.print("{},{},{},true,{}\n", name, json_millis(arrival.at), arrival.cost,
-                  json_millis(granted));
+        out.append(name, ",", CsvMillis(arrival.at).view(), ",",
+                   fmt::format_int(arrival.cost).c_str(), ",true,", CsvMillis(granted).view(),
+                   "\n");
       }
     }
   }
