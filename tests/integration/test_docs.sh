@@ -6,19 +6,38 @@
 
 SOURCE_DIR=$(cd "${3:-$SUITE_DIR/../..}" && pwd)
 MAN_PAGE=$SOURCE_DIR/man/ratelimit.1
+PYTHON=/usr/bin/python3
 
 # The man page as text: hyphens as typed, without the overstrike of bold and underline.
 rendered_man_page() {
   mandoc -T ascii "$MAN_PAGE" | sed $'s/.\b//g'
 }
 
+# The entries of the OPTIONS section that apply to COMMAND: its subsection "Global
+# options", and the subsections whose title or first line name COMMAND. Only the global
+# options without COMMAND.
+options_text_for() {
+  rendered_man_page | "$PYTHON" -c '
+import re, sys
+command = sys.argv[1]
+options = sys.stdin.read().split("\nOPTIONS\n", 1)[1]
+options = re.split(r"\n(?=[A-Z])", options, maxsplit=1)[0]
+for block in re.split(r"\n(?=   \S)", "\n" + options):
+    lines = block.strip("\n").splitlines()
+    if not lines:
+        continue
+    heading = " ".join(lines[:2])
+    if "Global options" in lines[0] or (command and re.search(r"\b%s\b" % re.escape(command), heading)):
+        print(block)' "$1"
+}
+
 # The long options that `ratelimit [COMMAND] --help` lists (every command's and the
-# global ones) without an entry of their own in the man page: a line that starts with
-# the option, after its short form if any.
+# global ones) without an entry of their own under OPTIONS where that command's options
+# are: a line that starts with the option, after its short form if any.
 undocumented_options() {
   local text command option
-  text=$(rendered_man_page)
   for command in '' $(help_commands); do
+    text=$(options_text_for "$command")
     # shellcheck disable=SC2086 # no word at all for the global options
     for option in $(help_long_options $command); do
       if ! grep -qE -- "^ +(-[A-Za-z0-9], )?$option([^-A-Za-z0-9]|\$)" <<<"$text"; then
@@ -46,6 +65,44 @@ test_man_page_has_every_section() {
     grep -qx -- "$section" <<<"$text" || fail "no $section section"
   done
   expect_contains "$text" "flock(1), timeout(1), xargs(1)" "SEE ALSO"
+}
+
+# The text of one section of the rendered man page, without its heading.
+man_section() {
+  rendered_man_page | awk -v name="$1" '$0 == name { on = 1; next } on && /^[A-Z]/ { exit } on'
+}
+
+test_man_page_gives_the_decision_checklist() {
+  local text
+  text=$(man_section DESCRIPTION | tr -s ' \n' '  ')
+  expect_contains "$text" "Short bursts allowed, the average rate bounded: token-bucket."
+  expect_contains "$text" "A downstream that needs a steady rate, one request every PERIOD/N: leaky-bucket."
+  expect_contains "$text" "Exact counts, as for billing or a hard quota: sliding-log."
+  expect_contains "$text" "Simple and cheap: fixed-window"
+  expect_contains "$text" "or sliding-window"
+  local algorithm
+  for algorithm in token-bucket leaky-bucket fixed-window sliding-window sliding-log; do
+    expect_contains "$(man_section OPTIONS)" "$algorithm" "algorithm names under -a"
+  done
+}
+
+test_man_page_examples_cover_each_use() {
+  local text
+  text=$(man_section EXAMPLES)
+  expect_contains "$text" "* * * * ratelimit run " "a cron job"
+  expect_contains "$text" "&& curl " "a curl wrapper"
+  expect_contains "$text" "| xargs -n 1 curl" "an xargs pipeline"
+  expect_contains "$text" "-r 10/s -r 5000/h" "several limits on one key"
+  expect_eq 2 "$(grep -c 'ratelimit pipe fetch -r 5/s' <<<"$text")" "two pipelines sharing a key"
+  expect_contains "$text" "RATELIMIT_STORE=redis://" "the Redis store"
+}
+
+test_man_page_names_the_files() {
+  local text
+  text=$(man_section FILES)
+  expect_contains "$text" "~/.local/state/ratelimit/ratelimit.db"
+  expect_contains "$text" "ratelimit.db-wal"
+  expect_contains "$(man_section ENVIRONMENT)" "RATELIMIT_DB"
 }
 
 test_man_page_documents_every_option() {
@@ -119,7 +176,7 @@ test_every_help_has_an_example() {
 
 test_version_names_the_stores() {
   expect_status 0 rl --version
-  local form='^ratelimit [0-9]+\.[0-9]+\.[0-9]+ \(stores: ([a-z]+, )*sqlite(, [a-z]+)*\)$'
+  local form='^ratelimit [0-9]+\.[0-9]+\.[0-9]+ \(stores: sqlite, redis\)$'
   [[ $OUT =~ $form ]] || fail "unexpected --version: '$OUT'"
 }
 
