@@ -25,6 +25,18 @@ std::optional<Nanos> MemoryGrantLog::time_reaching(Nanos period, std::int64_t cu
   return found->time;
 }
 
+std::optional<std::int64_t> MemoryGrantLog::cumulative_before(Nanos period,
+                                                              std::int64_t cumulative) {
+  auto& log = m_logs[period];
+  auto found = std::lower_bound(
+      log.begin(), log.end(), cumulative,
+      [](const Entry& entry, std::int64_t value) { return entry.cumulative < value; });
+  if (found == log.begin()) {
+    return std::nullopt;
+  }
+  return std::prev(found)->cumulative;
+}
+
 std::optional<Nanos> MemoryGrantLog::last_time(Nanos period) {
   auto& log = m_logs[period];
   if (log.empty()) {

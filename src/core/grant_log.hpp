@@ -21,6 +21,9 @@ public:
   virtual std::optional<std::int64_t> cumulative_through(Nanos period, Nanos time) = 0;
   // The time of the first entry whose cumulative cost is at least `cumulative`.
   virtual std::optional<Nanos> time_reaching(Nanos period, std::int64_t cumulative) = 0;
+  // The cumulative cost of the last entry below `cumulative`: the entry before the one
+  // with that cumulative cost.
+  virtual std::optional<std::int64_t> cumulative_before(Nanos period, std::int64_t cumulative) = 0;
   // The time of the last entry.
   virtual std::optional<Nanos> last_time(Nanos period) = 0;
   // Adds an entry after all others (`time` is not before the last entry's).
@@ -37,6 +40,7 @@ class MemoryGrantLog final : public GrantLog {
 public:
   std::optional<std::int64_t> cumulative_through(Nanos period, Nanos time) override;
   std::optional<Nanos> time_reaching(Nanos period, std::int64_t cumulative) override;
+  std::optional<std::int64_t> cumulative_before(Nanos period, std::int64_t cumulative) override;
   std::optional<Nanos> last_time(Nanos period) override;
   void append(Nanos period, Nanos time, std::int64_t cumulative) override;
   void forget_through(Nanos period, Nanos time) override;

@@ -52,9 +52,9 @@ public:
   void give_back(const Limit& limit, LimitState& state, GrantLog& log, Nanos at, std::int64_t cost,
                  std::int64_t) const override {
     // The entry is found by its time, not by the cumulative cost `take` returned: giving
-    // back an earlier entry shifts the cumulative cost of every later one. When the grants
-    // at `at` cost exactly `cost`, they are this one; when several share the time, which
-    // entry is this one is unknown and nothing is returned.
+    // back an earlier entry shifts the cumulative cost of every later one. Grants at one
+    // time count in the same windows, so the last entry at `at` stands for this one when it
+    // costs as much; when grants of other costs share the time, nothing is returned.
     Nanos period = limit.rate.period;
     std::optional<std::int64_t> through = log.cumulative_through(period, at);
     if (!through || *through <= forgotten(state)) {
@@ -62,7 +62,9 @@ public:
     }
     std::int64_t before =
         std::max(forgotten(state), log.cumulative_through(period, at - 1).value_or(0));
-    if (*through - before != cost) {
+    std::int64_t previous =
+        std::max(forgotten(state), log.cumulative_before(period, *through).value_or(0));
+    if (*through - before < cost || *through - previous != cost) {
       return;
     }
     log.remove(period, *through, cost);
@@ -76,8 +78,8 @@ public:
     if (last(state) > now) {
       return {0, last(state) + period - now};
     }
-    std::int64_t before = std::max(forgotten(state),
-                                   log.cumulative_through(period, now - period).value_or(0));
+    std::int64_t before =
+        std::max(forgotten(state), log.cumulative_through(period, now - period).value_or(0));
     std::int64_t used = total(state) - before;
     Nanos reset_after = used > 0 ? last(state) + period - now : 0;
     return {std::max<std::int64_t>(0, limit.rate.count - used), reset_after};

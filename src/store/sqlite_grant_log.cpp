@@ -41,6 +41,15 @@ std::optional<core::Nanos> SqliteGrantLog::time_reaching(core::Nanos period,
   return single_value(statement);
 }
 
+std::optional<std::int64_t> SqliteGrantLog::cumulative_before(core::Nanos period,
+                                                              std::int64_t cumulative) {
+  Statement& statement = prepared(
+      m_cumulative_before, "SELECT cumulative FROM grant_log WHERE key_id = ?1 AND period = ?2 "
+                           "AND cumulative < ?3 ORDER BY cumulative DESC LIMIT 1");
+  statement.bind(1, m_key_id).bind(2, period).bind(3, cumulative);
+  return single_value(statement);
+}
+
 std::optional<core::Nanos> SqliteGrantLog::last_time(core::Nanos period) {
   Statement& statement =
       prepared(m_last_time, "SELECT at FROM grant_log WHERE key_id = ?1 AND period = ?2 "

@@ -16,6 +16,8 @@ public:
 
   std::optional<std::int64_t> cumulative_through(core::Nanos period, core::Nanos time) override;
   std::optional<core::Nanos> time_reaching(core::Nanos period, std::int64_t cumulative) override;
+  std::optional<std::int64_t> cumulative_before(core::Nanos period,
+                                                std::int64_t cumulative) override;
   std::optional<core::Nanos> last_time(core::Nanos period) override;
   void append(core::Nanos period, core::Nanos time, std::int64_t cumulative) override;
   void forget_through(core::Nanos period, core::Nanos time) override;
@@ -29,6 +31,7 @@ private:
   std::int64_t m_key_id;
   std::unique_ptr<Statement> m_cumulative_through;
   std::unique_ptr<Statement> m_time_reaching;
+  std::unique_ptr<Statement> m_cumulative_before;
   std::unique_ptr<Statement> m_last_time;
   std::unique_ptr<Statement> m_append;
   std::unique_ptr<Statement> m_forget_through;

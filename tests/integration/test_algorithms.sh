@@ -427,6 +427,36 @@ the waiter, $reserved with it, $after after it)" [ "$after" -le "$before" ]
   done
 }
 
+test_interrupted_waiters_reserved_at_one_time_both_give_back() {
+  # Sliding log, 3 per 4 s: 2 taken, then 1. Both waiters get the time the first grant
+  # leaves the window; interrupted, each gives its slot back.
+  local args=(-a sliding-log -r 3/4s) before reserved after pids=() pid i
+  expect_status 0 rl try shared "${args[@]}" -c 2 || return
+  expect_status 0 rl try shared "${args[@]}" || return
+  before=$(retry_of shared "${args[@]}" -c 2)
+  for i in 1 2; do
+    "$RATELIMIT" wait shared "${args[@]}" -q &
+    pids+=($!)
+  done
+  # Until both have reserved: a cost of 2 must then wait for the first waiter's slot to
+  # leave the window too, a period later.
+  for i in $(seq 100); do
+    reserved=$(retry_of shared "${args[@]}" -c 2)
+    [ "$reserved" -gt $((before + 2000)) ] && break
+    sleep 0.05
+  done
+  expect_true "the waiters never reserved (retry $before, then $reserved ms)" \
+    [ "$reserved" -gt $((before + 2000)) ]
+  kill -TERM "${pids[@]}"
+  for pid in "${pids[@]}"; do
+    wait "$pid"
+    expect_eq 143 "$?" "exit status of an interrupted waiter"
+  done
+  after=$(retry_of shared "${args[@]}" -c 2)
+  expect_true "not both given back (retry $before ms before the waiters, $reserved with them, \
+$after after)" [ "$after" -le "$before" ]
+}
+
 # --- --json for every algorithm ------------------------------------------------------------
 
 # The bounds of ceil((window_end - decision) / 1 ms) for a decision made between LO and HI

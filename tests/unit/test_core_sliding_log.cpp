@@ -30,6 +30,10 @@ public:
     ++calls;
     return inner.time_reaching(period, cumulative);
   }
+  std::optional<std::int64_t> cumulative_before(Nanos period, std::int64_t cumulative) override {
+    ++calls;
+    return inner.cumulative_before(period, cumulative);
+  }
   std::optional<Nanos> last_time(Nanos period) override {
     ++calls;
     return inner.last_time(period);
@@ -146,15 +150,50 @@ TEST_CASE("core::sliding_log cancel takes the entry out of every window") {
   CHECK(key.attempt(k_t0 + 122 * k_s).allowed);
 }
 
-TEST_CASE("core::sliding_log cancel of grants sharing a time returns nothing") {
-  // Which entry is the cancelled one is unknown when two grants share a time.
+TEST_CASE("core::sliding_log cancel of grants sharing a time returns each of them") {
+  // Grants at one time count in the same windows: cancelling either frees one unit.
   TestKey key = log_key(2);
   Decision a = key.attempt(k_t0);
   Decision b = key.attempt(k_t0);
   REQUIRE(a.allowed);
   REQUIRE(b.allowed);
-  key.cancel(k_t0 + 1, b);
+  key.cancel(k_t0 + 1, a);
+  CHECK(key.attempt(k_t0 + 2).allowed);
+  CHECK_FALSE(key.attempt(k_t0 + 3).allowed);
+  key.cancel(k_t0 + 4, b);
+  key.cancel(k_t0 + 5, a); // given back already: nothing more to return
+  CHECK(key.attempt(k_t0 + 6).allowed);
+  CHECK_FALSE(key.attempt(k_t0 + 7).allowed);
+}
+
+TEST_CASE("core::sliding_log waiters reserved at one time are each given back") {
+  // 3 per period: 2 taken at t0, 1 at t0 + 1 s. Two waiters both get t0 + period, when the
+  // first grant (cost 2) leaves the window. Cancelling both frees both slots.
+  TestKey key = log_key(3);
+  REQUIRE(key.attempt(k_t0, 2).allowed);
+  REQUIRE(key.attempt(k_t0 + k_s).allowed);
+  Decision w1 = key.reserve(k_t0 + 2 * k_s);
+  Decision w2 = key.reserve(k_t0 + 2 * k_s);
+  REQUIRE(w1.grant.at == k_t0 + k_min);
+  REQUIRE(w2.grant.at == k_t0 + k_min);
+  key.cancel(k_t0 + 3 * k_s, w1);
+  key.cancel(k_t0 + 3 * k_s, w2);
+  CHECK(key.standing(k_t0 + k_min).remaining == 2);
+  Decision again = key.reserve(k_t0 + 4 * k_s, 2);
+  CHECK(again.grant.at == k_t0 + k_min);
+}
+
+TEST_CASE("core::sliding_log grants of other costs at one time are not given back") {
+  // The last entry at t0 costs 1; a cancel of cost 2 at t0 cannot tell which it was.
+  TestKey key = log_key(3);
+  Decision two = key.attempt(k_t0, 2);
+  Decision one = key.attempt(k_t0);
+  REQUIRE(two.allowed);
+  REQUIRE(one.allowed);
+  key.cancel(k_t0 + 1, two);
   CHECK_FALSE(key.attempt(k_t0 + 2).allowed);
+  key.cancel(k_t0 + 3, one);
+  CHECK(key.attempt(k_t0 + 4).allowed);
 }
 
 TEST_CASE("core::sliding_log reports remaining and the time until the last entry expires") {

@@ -36,6 +36,16 @@ local function redis_log(base)
     return tonumber(redis.call('ZSCORE', by_time, found[1]))
   end
 
+  function log.cumulative_before(period, cumulative)
+    local _, by_cost = log_keys(base, period)
+    local found =
+      redis.call('ZREVRANGEBYSCORE', by_cost, '(' .. int(cumulative), '-inf', 'LIMIT', 0, 1)
+    if #found == 0 then
+      return nil
+    end
+    return tonumber(found[1])
+  end
+
   function log.last_time(period)
     local by_time = log_keys(base, period)
     local found = redis.call('ZRANGE', by_time, -1, -1, 'WITHSCORES')

@@ -189,14 +189,16 @@ rules['sliding-log'] = {
   end,
   give_back = function(limit, s, log, at, cost, marker)
     -- Found by its time, not by its marker: giving back an earlier entry shifts the
-    -- cumulative cost of every later one. When several grants share the time, which one is
-    -- this one is unknown and nothing is returned.
+    -- cumulative cost of every later one. Grants at one time count in the same windows, so
+    -- the last entry at `at` stands for this one when it costs as much; when grants of
+    -- other costs share the time, nothing is returned.
     local through = log.cumulative_through(limit.period, at)
     if not through or through <= s[3] then
       return -- forgotten: it left every window long ago
     end
     local before = math.max(s[3], log.cumulative_through(limit.period, at - 1) or 0)
-    if through - before ~= cost then
+    local previous = math.max(s[3], log.cumulative_before(limit.period, through) or 0)
+    if through - before < cost or through - previous ~= cost then
       return
     end
     log.remove(limit.period, through, cost)
