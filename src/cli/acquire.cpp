@@ -12,11 +12,11 @@
 
 namespace ratelimit::cli {
 
-core::Nanos parse_timeout(const std::string& text) {
-  if (text.empty()) {
+core::Nanos parse_timeout(const std::optional<std::string>& text) {
+  if (!text) {
     return std::numeric_limits<core::Nanos>::max();
   }
-  auto timeout = core::parse_duration(text);
+  auto timeout = core::parse_duration(*text);
   if (!timeout) {
     throw UsageError("--timeout: " + timeout.error());
   }

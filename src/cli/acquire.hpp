@@ -6,6 +6,7 @@
 #include "util/signals.hpp"
 
 #include <optional>
+#include <string>
 
 namespace ratelimit::cli {
 
@@ -35,7 +36,7 @@ Acquired acquire_from_store(const GlobalOptions& global, util::InterruptSignals&
 // and returns true (go on without the store); under deny returns false (fail, status 3).
 bool fail_open(const GlobalOptions& global, const store::StoreError& error);
 
-// Parses --timeout (empty: no limit); throws UsageError.
-core::Nanos parse_timeout(const std::string& text);
+// Parses --timeout (not given: no limit); throws UsageError.
+core::Nanos parse_timeout(const std::optional<std::string>& text);
 
 } // namespace ratelimit::cli

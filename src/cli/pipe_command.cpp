@@ -42,7 +42,7 @@ struct PipeOptions {
   LimitOptions limit;
   bool key_given = false;
   bool null = false;
-  std::string timeout;
+  std::optional<std::string> timeout;
 };
 
 int end_for_reader_gone() {

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <fmt/format.h>
 #include <memory>
+#include <optional>
+#include <string>
 #include <unistd.h>
 
 namespace ratelimit::cli {
@@ -16,7 +18,7 @@ namespace {
 
 struct RunOptions {
   LimitOptions limit;
-  std::string timeout;
+  std::optional<std::string> timeout;
   bool no_wait = false;
   std::vector<std::string> command;
 };

@@ -4,6 +4,8 @@
 
 #include <CLI/CLI.hpp>
 #include <memory>
+#include <optional>
+#include <string>
 
 namespace ratelimit::cli {
 
@@ -11,7 +13,7 @@ namespace {
 
 struct WaitOptions {
   LimitOptions limit;
-  std::string timeout;
+  std::optional<std::string> timeout;
 };
 
 int run_wait(const WaitOptions& options, const GlobalOptions& global) {

@@ -106,6 +106,10 @@ test_bad_durations() {
     expect_usage_error "invalid duration" wait k -r 5/s -t "$duration"
   done
   expect_usage_error 'unknown unit "fortnight"' run k -r 5/s -t 2fortnight -- true
+  # An empty timeout is not "no timeout": it exits 2 at once, like any other bad one.
+  expect_usage_error "--timeout: invalid duration" wait k -r 5/s -t ""
+  expect_usage_error "--timeout: invalid duration" run k -r 5/s -t "" -- true
+  expect_usage_error "--timeout: invalid duration" pipe k -r 5/s -t "" </dev/null
   expect_usage_error "--lock-timeout: invalid duration" try k -r 5/s --lock-timeout soon
   expect_usage_error "--lock-timeout: invalid duration" try k -r 5/s --lock-timeout -1s
 }
