@@ -31,7 +31,14 @@ REDIS_PID=
 
 # For a test that applies to one store only (it reads the SQLite file, say):
 #   on_store sqlite || return 0
-on_store() { [ "$STORE" = "$1" ]; }
+# On the other store the test is reported as skipped, not as passed.
+on_store() {
+  if [ "$STORE" = "$1" ]; then
+    return 0
+  fi
+  _skipped="only on the $1 store"
+  return 1
+}
 
 # redis-cli against the suite's server.
 rcli() { redis-cli -p "$REDIS_PORT" "$@"; }
@@ -90,6 +97,7 @@ fi
 
 _failures=0
 _current_failed=0
+_skipped=
 
 fail() {
   echo "    FAIL: $*" >&2
@@ -157,7 +165,7 @@ json_field() {
 }
 
 run_suite() {
-  local passed=0 failed=0 name
+  local passed=0 skipped=0 failed=0 name
   local filter=${TEST_FILTER:-}
   for name in $(declare -F | awk '{print $3}' | grep '^test_'); do
     if [ -n "$filter" ] && [[ "$name" != *$filter* ]]; then
@@ -173,14 +181,22 @@ run_suite() {
     _current_failed=0
     local started
     started=$(now_ms)
-    # Each test runs in a subshell; its failures come back as its exit status.
+    # Each test runs in a subshell; its failures come back as its exit status, a skip as 77
+    # after the reason on stdout.
     (
       cd "$TEST_DIR" || exit 1
       "$name"
+      if [ $_current_failed = 0 ] && [ -n "$_skipped" ]; then
+        echo "  skip $name: $_skipped"
+        exit 77
+      fi
       exit $_current_failed
     )
     _current_failed=$?
-    if [ $_current_failed = 0 ]; then
+    if [ $_current_failed = 77 ]; then
+      skipped=$((skipped + 1))
+      rm -rf "$TEST_DIR"
+    elif [ $_current_failed = 0 ]; then
       passed=$((passed + 1))
       echo "  ok   $name ($(($(now_ms) - started)) ms)"
       rm -rf "$TEST_DIR"
@@ -189,7 +205,7 @@ run_suite() {
       echo "  FAIL $name: data kept in $TEST_DIR"
     fi
   done
-  echo "$SUITE_NAME: $passed passed, $failed failed"
+  echo "$SUITE_NAME: $passed passed, $skipped skipped, $failed failed"
   if [ $failed = 0 ]; then
     rm -rf "$WORK_ROOT"
     return 0

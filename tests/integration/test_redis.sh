@@ -180,4 +180,19 @@ test_version_lists_the_stores() {
   expect_contains "$OUT" "stores: sqlite, redis"
 }
 
+# A test for one store only is reported as skipped on the other, not as passed.
+test_a_test_for_the_other_store_is_reported_as_skipped() {
+  cat >test_probe.sh <<EOF
+. "$SUITE_DIR/lib.sh"
+test_for_both() { expect_status 0 rl try k -r 1/s; }
+test_for_redis_only() { on_store redis || return 0; fail "ran on \$STORE"; }
+run_suite
+EOF
+  expect_status 0 env -u RATELIMIT_TEST_STORE -u TEST_FILTER TMPDIR="$TEST_DIR" bash test_probe.sh \
+    "$RATELIMIT"
+  expect_contains "$OUT" "  ok   test_for_both"
+  expect_contains "$OUT" "  skip test_for_redis_only: only on the redis store"
+  expect_contains "$OUT" "test_probe: 1 passed, 1 skipped, 0 failed"
+}
+
 run_suite
