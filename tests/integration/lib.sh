@@ -24,7 +24,8 @@ rl() { "$RATELIMIT" "$@"; }
 # registered once per store, or by a suite before sourcing this file) starts a redis-server
 # of the suite's own on 127.0.0.1 at a free port, with no persistence, points
 # RATELIMIT_STORE at it and empties it before every test; it is stopped by PID at the end.
-# Without redis-server the suite is skipped (exit 77), except in CI (CI=true) where it fails.
+# Without redis-server the suite is skipped (exit 77), unless Redis is required
+# (RATELIMIT_REQUIRE_REDIS=1, as scripts/test sets it, or CI=true): then it fails.
 STORE=${RATELIMIT_TEST_STORE:-sqlite}
 REDIS_PORT=
 REDIS_PID=
@@ -40,6 +41,9 @@ on_store() {
   return 1
 }
 
+# Whether a missing redis-server must fail the suite rather than skip it.
+redis_required() { [ "${RATELIMIT_REQUIRE_REDIS:-}" = 1 ] || [ "${CI:-}" = true ]; }
+
 # redis-cli against the suite's server.
 rcli() { redis-cli -p "$REDIS_PORT" "$@"; }
 
@@ -54,8 +58,9 @@ stop_redis() {
 
 start_redis() {
   if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
-    if [ "${CI:-}" = true ]; then
-      echo "$SUITE_NAME: redis-server is required in CI (apt-get install redis-server)" >&2
+    if redis_required; then
+      echo "$SUITE_NAME: redis-server is required (RATELIMIT_REQUIRE_REDIS=1 or CI=true)" \
+        "but not installed (apt-get install redis-server)" >&2
       exit 1
     fi
     echo "$SUITE_NAME: skipped: redis-server is not installed"

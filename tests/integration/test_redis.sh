@@ -4,6 +4,8 @@
 RATELIMIT_TEST_STORE=redis
 . "$(dirname "$0")/lib.sh"
 
+SOURCE_DIR=$(cd "${3:-$SUITE_DIR/../..}" && pwd)
+
 test_try_wait_run_exit_statuses() {
   expect_status 0 rl try k -r 2/10s
   expect_status 0 rl try k -r 2/10s
@@ -193,6 +195,32 @@ EOF
   expect_contains "$OUT" "  ok   test_for_both"
   expect_contains "$OUT" "  skip test_for_redis_only: only on the redis store"
   expect_contains "$OUT" "test_probe: 1 passed, 1 skipped, 0 failed"
+}
+
+# Without redis-server a suite on Redis is skipped, unless Redis is required: scripts/test
+# (what CI runs) requires it, and so does CI=true.
+test_a_missing_redis_server_fails_when_redis_is_required() {
+  mkdir bin
+  local tool
+  for tool in dirname basename mktemp rm; do
+    ln -s "$(command -v "$tool")" bin/
+  done
+  printf 'RATELIMIT_TEST_STORE=redis\n. "%s/lib.sh"\nrun_suite\n' "$SUITE_DIR" >test_probe.sh
+  local bash
+  bash=$(command -v bash)
+  probe() {
+    env -u CI -u RATELIMIT_REQUIRE_REDIS PATH="$TEST_DIR/bin" TMPDIR="$TEST_DIR" "$@" \
+      "$bash" test_probe.sh "$RATELIMIT"
+  }
+  expect_status 77 probe
+  expect_contains "$OUT" "test_probe: skipped: redis-server is not installed"
+  expect_status 1 probe RATELIMIT_REQUIRE_REDIS=1
+  expect_one_line
+  expect_contains "$ERR" "test_probe: redis-server is required"
+  expect_status 1 probe CI=true
+  expect_contains "$ERR" "test_probe: redis-server is required"
+  expect_true "scripts/test requires Redis" \
+    grep -qx 'export RATELIMIT_REQUIRE_REDIS=1' "$SOURCE_DIR/scripts/test"
 }
 
 run_suite
