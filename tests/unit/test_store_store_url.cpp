@@ -96,7 +96,7 @@ TEST_CASE("store::parse_store_url rejects malformed URLs naming the accepted for
     INFO(url);
     std::string error = error_of(url);
     CHECK(error.find("invalid store") == 0);
-    CHECK(error.find("expected redis://[:password@]host[:port][/db] or sqlite:PATH") !=
+    CHECK(error.find("expected redis://[[user]:password@]host[:port][/db] or sqlite:PATH") !=
           std::string::npos);
   }
 }
@@ -104,6 +104,6 @@ TEST_CASE("store::parse_store_url rejects malformed URLs naming the accepted for
 TEST_CASE("store::parse_store_url quotes the bad URL and says what is wrong") {
   CHECK(error_of("redis://host:99999") ==
         "invalid store \"redis://host:99999\": the port is not a number from 1 to 65535; "
-        "expected redis://[:password@]host[:port][/db] or sqlite:PATH");
+        "expected redis://[[user]:password@]host[:port][/db] or sqlite:PATH");
   CHECK(error_of("mysql://db").find("unknown scheme") != std::string::npos);
 }
