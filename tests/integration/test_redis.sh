@@ -182,6 +182,41 @@ test_version_lists_the_stores() {
   expect_contains "$OUT" "stores: sqlite, redis"
 }
 
+# A value of another type under a key's name (set by hand, say) is damaged state, as an
+# unreadable row is in SQLite: decisions refuse it naming the key as the user knows it, and
+# reset forgets it.
+test_a_value_of_another_type_is_damaged_state_that_reset_forgets() {
+  rcli SET 'ratelimit:{s}' foo >/dev/null
+  local message="ratelimit: redis 127.0.0.1:$REDIS_PORT: the state of key \"s\" is damaged; run ratelimit reset on the key"
+  expect_status 3 rl try s -r 1/min
+  expect_one_line
+  expect_eq "$message" "$ERR" "try"
+  expect_status 3 rl wait s -r 1/min
+  expect_eq "$message" "$ERR" "wait"
+  expect_status 3 rl run s -r 1/min -- true
+  expect_eq "$message" "$ERR" "run"
+  expect_status 3 rl status s
+  expect_eq "$message" "$ERR" "status"
+  expect_status 0 rl --json reset s
+  expect_eq 1 "$(json_field "$OUT" removed)" "removed"
+  expect_eq 0 "$(rcli exists 'ratelimit:{s}')" "the value after reset"
+  expect_status 0 rl try s -r 1/min
+  expect_status 1 rl try s -r 1/min -q
+}
+
+test_a_sliding_log_of_another_type_is_damaged_state_that_reset_forgets() {
+  expect_status 0 rl try s -r 5/min -a sliding-log
+  rcli SET 'ratelimit:{s}:t:60000000' foo >/dev/null
+  expect_status 3 rl try s -r 5/min -a sliding-log
+  expect_one_line
+  expect_contains "$ERR" 'the state of key "s" is damaged; run ratelimit reset on the key'
+  expect_status 3 rl status
+  expect_contains "$ERR" 'the state of key "s" is damaged'
+  expect_status 0 rl reset s
+  expect_eq "" "$(rcli --scan)" "keys after reset"
+  expect_status 0 rl try s -r 5/min -a sliding-log
+}
+
 # A test for one store only is reported as skipped on the other, not as passed.
 test_a_test_for_the_other_store_is_reported_as_skipped() {
   cat >test_probe.sh <<EOF
