@@ -56,7 +56,7 @@ sys.exit(0 if abs(t.timestamp() - time.time()) < 60 else 1)' "$(json_eval 'j[0][
 }
 
 test_status_human_table_is_aligned() {
-  rl try api -r 10/s
+  rl try api -r 10/min
   rl try a-much-longer-key -r 5/min -a sliding-window
   rl try q -r 1/h -a leaky-bucket -b 3
   expect_status 0 rl status
@@ -81,7 +81,7 @@ test_status_human_table_is_aligned() {
   expect_contains "$OUT" '"a-much-longer-key"  sliding-window  5/min'
   expect_contains "$OUT" '"api"'
   expect_contains "$OUT" 'token-bucket'
-  expect_contains "$OUT" '10/s burst 10'
+  expect_contains "$OUT" '10/min burst 10'
   expect_contains "$OUT" '1/h burst 3'
   # Sorted by key.
   expect_eq '"a-much-longer-key" "api" "q"' \
@@ -93,15 +93,15 @@ test_status_without_keys_lists_every_key_and_nothing_when_empty() {
   expect_eq "" "$OUT" "empty database"
   expect_status 0 rl --json status
   expect_eq "[]" "$OUT" "empty database as JSON"
-  rl try b -r 1/s
-  rl try a -r 1/s
-  rl try c -r 1/s
+  rl try b -r 1/min
+  rl try a -r 1/min
+  rl try c -r 1/min
   expect_status 0 rl --json status
   expect_eq "['a', 'b', 'c']" "$(json_eval '[o["key"] for o in j]' <<<"$OUT")" "keys"
 }
 
 test_status_of_an_unknown_key_exits_1_and_shows_the_others() {
-  rl try known -r 1/s
+  rl try known -r 1/min
   expect_status 1 rl status known unknown
   expect_one_line
   expect_contains "$ERR" 'ratelimit: unknown key "unknown"'
