@@ -36,7 +36,7 @@ void add_global_options(CLI::App& app, GlobalOptions& options) {
                  "(default 10s)")
       ->option_text("DURATION");
   app.add_option("--store", options.store,
-                 "Where keys live: redis://[:password@]host[:port][/db] or sqlite:PATH "
+                 "Where keys live: redis://[[user]:password@]host[:port][/db] or sqlite:PATH "
                  "(default $RATELIMIT_STORE, else the SQLite database)")
       ->option_text("URL");
   app.add_option("--redis-prefix", options.redis_prefix,

@@ -56,6 +56,12 @@ std::string now_argument(std::optional<core::Nanos> now) {
 
 } // namespace
 
+void RedisScript::damaged(std::string_view key) const {
+  throw StoreError(fmt::format("{}: the state of key \"{}\" is damaged; run ratelimit reset on "
+                               "the key",
+                               m_connection.name(), key));
+}
+
 RedisScript::RedisScript(RedisConnection& connection, std::string prefix)
     : m_connection(connection), m_prefix(std::move(prefix)) {}
 
@@ -83,6 +89,9 @@ core::Decision RedisScript::decide(std::string_view key, core::Algorithm algorit
   RedisReply reply = m_connection.run_script(keys_of(key, algorithm, limits), arguments);
   std::string status = status_of(reply);
   ReplyReader read(reply);
+  if (status == "damaged") {
+    damaged(key);
+  }
   if (status == "conflict") {
     auto stored = core::parse_algorithm(read.text());
     throw KeyConflict(key_conflict_message(key, stored ? *stored : algorithm, algorithm));
@@ -124,7 +133,10 @@ void RedisScript::give_back(std::string_view key, core::Algorithm algorithm,
   for (std::size_t i = 0; i < limits.size(); ++i) {
     arguments.push_back(std::to_string(i < grant.markers.size() ? grant.markers[i] : 0));
   }
-  m_connection.run_script(keys_of(key, algorithm, limits), arguments);
+  RedisReply reply = m_connection.run_script(keys_of(key, algorithm, limits), arguments);
+  if (status_of(reply) == "damaged") {
+    damaged(key);
+  }
 }
 
 std::optional<KeyStatus> RedisScript::inspect(std::string_view key,
@@ -132,16 +144,19 @@ std::optional<KeyStatus> RedisScript::inspect(std::string_view key,
   std::string arguments[] = {"inspect", now_argument(now)};
   std::string keys[] = {redis_key(m_prefix, key)};
   RedisReply reply = m_connection.run_script(keys, arguments);
-  if (status_of(reply) == "none") {
+  std::string reply_status = status_of(reply);
+  if (reply_status == "none") {
     return std::nullopt;
+  }
+  if (reply_status == "damaged") {
+    damaged(key);
   }
   ReplyReader read(reply);
   KeyStatus status;
   status.key = std::string(key);
   auto algorithm = core::parse_algorithm(read.text());
   if (!algorithm) {
-    throw StoreError(fmt::format("{}: the state of key \"{}\" is damaged; reset the key",
-                                 m_connection.name(), key));
+    damaged(key);
   }
   status.state.algorithm = *algorithm;
   status.state.clock = read.integer();

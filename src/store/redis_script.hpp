@@ -31,10 +31,14 @@ public:
   std::optional<KeyStatus> inspect(std::string_view key,
                                    std::optional<core::Nanos> now = std::nullopt);
 
-  // Forgets `key`; whether it existed.
+  // Forgets `key`, whatever its values hold; whether it existed.
   bool reset(std::string_view key);
 
 private:
+  // Throws the StoreError for a key whose values the script cannot read (of another type,
+  // set by hand, say): decide, give_back and inspect refuse it, naming `key`.
+  [[noreturn]] void damaged(std::string_view key) const;
+
   std::vector<std::string> keys_of(std::string_view key, core::Algorithm algorithm,
                                    std::span<const core::Limit> limits) const;
 

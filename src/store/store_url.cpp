@@ -1,5 +1,6 @@
 #include "store/store_url.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <fmt/format.h>
 #include <optional>
@@ -52,6 +53,23 @@ std::optional<int> parse_number(std::string_view text, int low, int high) {
     return std::nullopt;
   }
   return value;
+}
+
+bool is_host_name_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+         c == '.' || c == '_';
+}
+
+// A host name or IPv4 address: letters, digits, '-', '.' and '_'.
+bool is_host_name(std::string_view host) {
+  return std::all_of(host.begin(), host.end(), is_host_name_char);
+}
+
+// What goes between the brackets: hex digits and ':', an IPv4 tail's '.', at least one ':'.
+bool is_ipv6_address(std::string_view host) {
+  return host.find(':') != std::string_view::npos &&
+         std::all_of(host.begin(), host.end(),
+                     [](char c) { return hex_digit(c) >= 0 || c == ':' || c == '.'; });
 }
 
 } // namespace
@@ -112,6 +130,9 @@ core::Result<StoreLocation> parse_store_url(std::string_view url) {
       return fail("no ']' after the IPv6 address");
     }
     location.host = std::string(authority.substr(1, close - 1));
+    if (!location.host.empty() && !is_ipv6_address(location.host)) {
+      return fail(fmt::format("invalid IPv6 address \"{}\"", location.host.substr(0, 100)));
+    }
     std::string_view after = authority.substr(close + 1);
     if (!after.empty() && !after.starts_with(':')) {
       return fail("unexpected text after the IPv6 address");
@@ -132,6 +153,13 @@ core::Result<StoreLocation> parse_store_url(std::string_view url) {
   }
   if (location.host.empty()) {
     return fail("no host");
+  }
+  // Anything else (a query, a fragment, a space) would only be taken for a host that no
+  // resolver knows, and found out later as a store error.
+  if (!authority.starts_with('[') && !is_host_name(location.host)) {
+    return fail(fmt::format("invalid host \"{}\" (letters, digits, '-', '.' and '_', or an "
+                            "IPv6 address in brackets)",
+                            location.host.substr(0, 100)));
   }
   if (!port_text.empty()) {
     auto port = parse_number(port_text, 1, 65535);

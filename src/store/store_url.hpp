@@ -29,7 +29,7 @@ using StoreLocation = std::variant<SqliteLocation, RedisLocation>;
 
 // The accepted forms, for messages.
 inline constexpr std::string_view k_store_url_form =
-    "redis://[:password@]host[:port][/db] or sqlite:PATH";
+    "redis://[[user]:password@]host[:port][/db] or sqlite:PATH";
 
 // Parses a --store URL. The user and password may be percent-encoded (`%40` for `@`); an
 // IPv6 host goes in brackets (`redis://[::1]:6380`). The error names the accepted form.

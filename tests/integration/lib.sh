@@ -24,14 +24,25 @@ rl() { "$RATELIMIT" "$@"; }
 # registered once per store, or by a suite before sourcing this file) starts a redis-server
 # of the suite's own on 127.0.0.1 at a free port, with no persistence, points
 # RATELIMIT_STORE at it and empties it before every test; it is stopped by PID at the end.
-# Without redis-server the suite is skipped (exit 77), except in CI (CI=true) where it fails.
+# Without redis-server the suite is skipped (exit 77), unless Redis is required
+# (RATELIMIT_REQUIRE_REDIS=1, as scripts/test sets it, or CI=true): then it fails.
 STORE=${RATELIMIT_TEST_STORE:-sqlite}
 REDIS_PORT=
 REDIS_PID=
 
 # For a test that applies to one store only (it reads the SQLite file, say):
 #   on_store sqlite || return 0
-on_store() { [ "$STORE" = "$1" ]; }
+# On the other store the test is reported as skipped, not as passed.
+on_store() {
+  if [ "$STORE" = "$1" ]; then
+    return 0
+  fi
+  _skipped="only on the $1 store"
+  return 1
+}
+
+# Whether a missing redis-server must fail the suite rather than skip it.
+redis_required() { [ "${RATELIMIT_REQUIRE_REDIS:-}" = 1 ] || [ "${CI:-}" = true ]; }
 
 # redis-cli against the suite's server.
 rcli() { redis-cli -p "$REDIS_PORT" "$@"; }
@@ -47,8 +58,9 @@ stop_redis() {
 
 start_redis() {
   if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
-    if [ "${CI:-}" = true ]; then
-      echo "$SUITE_NAME: redis-server is required in CI (apt-get install redis-server)" >&2
+    if redis_required; then
+      echo "$SUITE_NAME: redis-server is required (RATELIMIT_REQUIRE_REDIS=1 or CI=true)" \
+        "but not installed (apt-get install redis-server)" >&2
       exit 1
     fi
     echo "$SUITE_NAME: skipped: redis-server is not installed"
@@ -90,6 +102,7 @@ fi
 
 _failures=0
 _current_failed=0
+_skipped=
 
 fail() {
   echo "    FAIL: $*" >&2
@@ -157,7 +170,7 @@ json_field() {
 }
 
 run_suite() {
-  local passed=0 failed=0 name
+  local passed=0 skipped=0 failed=0 name
   local filter=${TEST_FILTER:-}
   for name in $(declare -F | awk '{print $3}' | grep '^test_'); do
     if [ -n "$filter" ] && [[ "$name" != *$filter* ]]; then
@@ -173,14 +186,22 @@ run_suite() {
     _current_failed=0
     local started
     started=$(now_ms)
-    # Each test runs in a subshell; its failures come back as its exit status.
+    # Each test runs in a subshell; its failures come back as its exit status, a skip as 77
+    # after the reason on stdout.
     (
       cd "$TEST_DIR" || exit 1
       "$name"
+      if [ $_current_failed = 0 ] && [ -n "$_skipped" ]; then
+        echo "  skip $name: $_skipped"
+        exit 77
+      fi
       exit $_current_failed
     )
     _current_failed=$?
-    if [ $_current_failed = 0 ]; then
+    if [ $_current_failed = 77 ]; then
+      skipped=$((skipped + 1))
+      rm -rf "$TEST_DIR"
+    elif [ $_current_failed = 0 ]; then
       passed=$((passed + 1))
       echo "  ok   $name ($(($(now_ms) - started)) ms)"
       rm -rf "$TEST_DIR"
@@ -189,7 +210,7 @@ run_suite() {
       echo "  FAIL $name: data kept in $TEST_DIR"
     fi
   done
-  echo "$SUITE_NAME: $passed passed, $failed failed"
+  echo "$SUITE_NAME: $passed passed, $skipped skipped, $failed failed"
   if [ $failed = 0 ]; then
     rm -rf "$WORK_ROOT"
     return 0

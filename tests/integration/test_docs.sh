@@ -180,4 +180,16 @@ test_version_names_the_stores() {
   [[ $OUT =~ $form ]] || fail "unexpected --version: '$OUT'"
 }
 
+# The store URL form that a malformed URL's message names (the ACL user included) is the
+# one that --help, the man page and the README give.
+test_store_url_form_is_the_same_everywhere() {
+  expect_status 2 rl --store redis:/x try k -r 1/s
+  local form=${ERR##*expected }
+  form=${form%% or sqlite:PATH}
+  expect_eq 'redis://[[user]:password@]host[:port][/db]' "$form" "form in the message"
+  expect_contains "$(rl --help)" "$form" "ratelimit --help"
+  expect_contains "$(rendered_man_page)" "$form" "the man page"
+  expect_contains "$(cat "$SOURCE_DIR/README.md")" "\`$form\`" "README.md"
+}
+
 run_suite

@@ -126,4 +126,17 @@ test_unknown_algorithm_and_on_store_error_values() {
   expect_usage_error '--on-store-error' try k -r 5/s --on-store-error=fail-open
 }
 
+# The rest of a URL is never taken for a host name: it would fail later, as a store error.
+test_malformed_store_urls() {
+  local url
+  for url in 'redis://h?x=1' 'redis://a b' 'redis://h#frag' 'redis://localhost:6379?db=1' \
+    $'redis://h\nx' 'redis://[::1' 'redis://[fe80::1%25eth0]'; do
+    expect_usage_error 'expected redis://[[user]:password@]host[:port][/db] or sqlite:PATH' \
+      --store "$url" try k -r 1/s
+  done
+  expect_contains "$ERR" 'invalid IPv6 address "fe80::1%25eth0"'
+  RATELIMIT_STORE='redis://h#frag' expect_usage_error \
+    'ratelimit: invalid store "redis://h#frag": invalid host "h#frag"' try k -r 1/s
+}
+
 run_suite

@@ -4,6 +4,8 @@
 RATELIMIT_TEST_STORE=redis
 . "$(dirname "$0")/lib.sh"
 
+SOURCE_DIR=$(cd "${3:-$SUITE_DIR/../..}" && pwd)
+
 test_try_wait_run_exit_statuses() {
   expect_status 0 rl try k -r 2/10s
   expect_status 0 rl try k -r 2/10s
@@ -120,7 +122,7 @@ test_silent_server_exits_3_within_the_timeout() {
 test_malformed_url_exits_2() {
   expect_status 2 rl --store redis:/localhost try k -r 1/s
   expect_one_line
-  expect_contains "$ERR" 'ratelimit: invalid store "redis:/localhost": unknown scheme; expected redis://[:password@]host[:port][/db] or sqlite:PATH'
+  expect_contains "$ERR" 'ratelimit: invalid store "redis:/localhost": unknown scheme; expected redis://[[user]:password@]host[:port][/db] or sqlite:PATH'
   RATELIMIT_STORE=redis://host:99999 expect_status 2 rl try k -r 1/s
   expect_one_line
   expect_status 2 rl --store redis://127.0.0.1 --db x.db try k -r 1/s
@@ -178,6 +180,82 @@ test_sqlite_url_means_db() {
 test_version_lists_the_stores() {
   expect_status 0 rl --version
   expect_contains "$OUT" "stores: sqlite, redis"
+}
+
+# A value of another type under a key's name (set by hand, say) is damaged state, as an
+# unreadable row is in SQLite: decisions refuse it naming the key as the user knows it, and
+# reset forgets it.
+test_a_value_of_another_type_is_damaged_state_that_reset_forgets() {
+  rcli SET 'ratelimit:{s}' foo >/dev/null
+  local message="ratelimit: redis 127.0.0.1:$REDIS_PORT: the state of key \"s\" is damaged; run ratelimit reset on the key"
+  expect_status 3 rl try s -r 1/min
+  expect_one_line
+  expect_eq "$message" "$ERR" "try"
+  expect_status 3 rl wait s -r 1/min
+  expect_eq "$message" "$ERR" "wait"
+  expect_status 3 rl run s -r 1/min -- true
+  expect_eq "$message" "$ERR" "run"
+  expect_status 3 rl status s
+  expect_eq "$message" "$ERR" "status"
+  expect_status 0 rl --json reset s
+  expect_eq 1 "$(json_field "$OUT" removed)" "removed"
+  expect_eq 0 "$(rcli exists 'ratelimit:{s}')" "the value after reset"
+  expect_status 0 rl try s -r 1/min
+  expect_status 1 rl try s -r 1/min -q
+}
+
+test_a_sliding_log_of_another_type_is_damaged_state_that_reset_forgets() {
+  expect_status 0 rl try s -r 5/min -a sliding-log
+  rcli SET 'ratelimit:{s}:t:60000000' foo >/dev/null
+  expect_status 3 rl try s -r 5/min -a sliding-log
+  expect_one_line
+  expect_contains "$ERR" 'the state of key "s" is damaged; run ratelimit reset on the key'
+  expect_status 3 rl status
+  expect_contains "$ERR" 'the state of key "s" is damaged'
+  expect_status 0 rl reset s
+  expect_eq "" "$(rcli --scan)" "keys after reset"
+  expect_status 0 rl try s -r 5/min -a sliding-log
+}
+
+# A test for one store only is reported as skipped on the other, not as passed.
+test_a_test_for_the_other_store_is_reported_as_skipped() {
+  cat >test_probe.sh <<EOF
+. "$SUITE_DIR/lib.sh"
+test_for_both() { expect_status 0 rl try k -r 1/s; }
+test_for_redis_only() { on_store redis || return 0; fail "ran on \$STORE"; }
+run_suite
+EOF
+  expect_status 0 env -u RATELIMIT_TEST_STORE -u TEST_FILTER TMPDIR="$TEST_DIR" bash test_probe.sh \
+    "$RATELIMIT"
+  expect_contains "$OUT" "  ok   test_for_both"
+  expect_contains "$OUT" "  skip test_for_redis_only: only on the redis store"
+  expect_contains "$OUT" "test_probe: 1 passed, 1 skipped, 0 failed"
+}
+
+# Without redis-server a suite on Redis is skipped, unless Redis is required: scripts/test
+# (what CI runs) requires it, and so does CI=true.
+test_a_missing_redis_server_fails_when_redis_is_required() {
+  mkdir bin
+  local tool
+  for tool in dirname basename mktemp rm; do
+    ln -s "$(command -v "$tool")" bin/
+  done
+  printf 'RATELIMIT_TEST_STORE=redis\n. "%s/lib.sh"\nrun_suite\n' "$SUITE_DIR" >test_probe.sh
+  local bash
+  bash=$(command -v bash)
+  probe() {
+    env -u CI -u RATELIMIT_REQUIRE_REDIS PATH="$TEST_DIR/bin" TMPDIR="$TEST_DIR" "$@" \
+      "$bash" test_probe.sh "$RATELIMIT"
+  }
+  expect_status 77 probe
+  expect_contains "$OUT" "test_probe: skipped: redis-server is not installed"
+  expect_status 1 probe RATELIMIT_REQUIRE_REDIS=1
+  expect_one_line
+  expect_contains "$ERR" "test_probe: redis-server is required"
+  expect_status 1 probe CI=true
+  expect_contains "$ERR" "test_probe: redis-server is required"
+  expect_true "scripts/test requires Redis" \
+    grep -qx 'export RATELIMIT_REQUIRE_REDIS=1' "$SOURCE_DIR/scripts/test"
 }
 
 run_suite

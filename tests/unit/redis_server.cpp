@@ -70,9 +70,10 @@ bool on_path(const char* program) {
 
 } // namespace
 
-bool in_ci() {
+bool redis_required() {
+  const char* required = std::getenv("RATELIMIT_REQUIRE_REDIS");
   const char* ci = std::getenv("CI");
-  return ci && std::string(ci) == "true";
+  return (required && std::string(required) == "1") || (ci && std::string(ci) == "true");
 }
 
 std::unique_ptr<RedisServer> RedisServer::start(std::string& why,

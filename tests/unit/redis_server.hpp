@@ -34,18 +34,20 @@ private:
   std::string m_dir; // its working directory, removed with it
 };
 
-// Whether the tests run in CI (CI=true), where a missing redis-server is a failure.
-bool in_ci();
+// Whether a missing redis-server is a failure rather than a skip: RATELIMIT_REQUIRE_REDIS=1
+// (scripts/test sets it) or CI=true.
+bool redis_required();
 
 } // namespace ratelimit::test
 
-// The shared server in `server`, or ends the test: a failure in CI, else a skip message.
+// The shared server in `server`, or ends the test: a failure when Redis is required (see
+// redis_required), else a skip message.
 #define RATELIMIT_REDIS_SERVER(server)                                                             \
   std::string redis_why_;                                                                          \
   ratelimit::test::RedisServer* server = ratelimit::test::RedisServer::shared(redis_why_);         \
   if (!server) {                                                                                   \
-    if (ratelimit::test::in_ci()) {                                                                \
-      FAIL("redis-server is required in CI: " << redis_why_);                                      \
+    if (ratelimit::test::redis_required()) {                                                       \
+      FAIL("redis-server is required: " << redis_why_);                                            \
     }                                                                                              \
     MESSAGE("skipped, " << redis_why_);                                                            \
     return;                                                                                        \

@@ -5,8 +5,10 @@
 #include "util/clock.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <doctest/doctest.h>
 #include <hiredis/hiredis.h>
+#include <optional>
 #include <unistd.h>
 
 using namespace ratelimit;
@@ -221,12 +223,62 @@ TEST_CASE("store::RedisStore rounds periods up to a whole microsecond") {
                   store::UnsupportedRequest);
 }
 
+namespace {
+
+// Sets or unsets an environment variable for the scope, restoring it afterwards.
+class ScopedEnv {
+public:
+  ScopedEnv(const char* name, const char* value) : m_name(name) {
+    if (const char* old = std::getenv(name)) {
+      m_old = old;
+    }
+    if (value) {
+      setenv(name, value, 1);
+    } else {
+      unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    if (m_old) {
+      setenv(m_name, m_old->c_str(), 1);
+    } else {
+      unsetenv(m_name);
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+private:
+  const char* m_name;
+  std::optional<std::string> m_old;
+};
+
+} // namespace
+
+TEST_CASE("test::redis_required by RATELIMIT_REQUIRE_REDIS=1, as scripts/test sets, or CI") {
+  ScopedEnv no_ci("CI", nullptr);
+  {
+    ScopedEnv not_required("RATELIMIT_REQUIRE_REDIS", nullptr);
+    CHECK_FALSE(test::redis_required());
+    ScopedEnv ci("CI", "true");
+    CHECK(test::redis_required());
+  }
+  {
+    ScopedEnv required("RATELIMIT_REQUIRE_REDIS", "1");
+    CHECK(test::redis_required());
+  }
+  {
+    ScopedEnv other("RATELIMIT_REQUIRE_REDIS", "0");
+    CHECK_FALSE(test::redis_required());
+  }
+}
+
 TEST_CASE("store::RedisStore fails with StoreError when the server is down or silent") {
   std::string why;
   auto server = test::RedisServer::start(why);
   if (!server) {
-    if (test::in_ci()) {
-      FAIL("redis-server is required in CI: " << why);
+    if (test::redis_required()) {
+      FAIL("redis-server is required: " << why);
     }
     MESSAGE("skipped, " << why);
     return;
@@ -254,8 +306,8 @@ TEST_CASE("store::RedisStore follows Redis Cluster redirections to the key's nod
   auto first = test::RedisServer::start(why, cluster);
   auto second = first ? test::RedisServer::start(why, cluster) : nullptr;
   if (!second) {
-    if (test::in_ci()) {
-      FAIL("redis-server is required in CI: " << why);
+    if (test::redis_required()) {
+      FAIL("redis-server is required: " << why);
     }
     MESSAGE("skipped, " << why);
     return;

@@ -62,6 +62,13 @@ TEST_CASE("store::parse_store_url reads an IPv6 host in brackets") {
   CHECK(redis("redis://[::1]").port == 6379);
 }
 
+TEST_CASE("store::parse_store_url reads host names with '-', '_' and '.', and IPv4 addresses") {
+  CHECK(redis("redis://cache-1.eu_west.example.com:6380").host == "cache-1.eu_west.example.com");
+  CHECK(redis("redis://10.0.0.5").host == "10.0.0.5");
+  CHECK(redis("redis://[::ffff:10.0.0.5]").host == "::ffff:10.0.0.5");
+  CHECK(redis("redis://[2001:DB8::a]").host == "2001:DB8::a");
+}
+
 TEST_CASE("store::parse_store_url reads sqlite:PATH") {
   auto parsed = parse_store_url("sqlite:/var/lib/app/limits.db");
   REQUIRE(parsed.ok());
@@ -91,12 +98,21 @@ TEST_CASE("store::parse_store_url rejects malformed URLs naming the accepted for
                        "redis://[::1",
                        "redis://[::1]x",
                        "redis://[::1]:",
+                       "redis://h?x=1",
+                       "redis://a b",
+                       "redis://h#frag",
+                       "redis://host:6379?x=1",
+                       "redis://:pw@h;x",
+                       "redis://h\nx",
+                       "redis://[cache]",
+                       "redis://[fe80::1%25eth0]",
+                       "redis://[::1 ]",
                        "sqlite:"};
   for (const char* url : bad) {
     INFO(url);
     std::string error = error_of(url);
     CHECK(error.find("invalid store") == 0);
-    CHECK(error.find("expected redis://[:password@]host[:port][/db] or sqlite:PATH") !=
+    CHECK(error.find("expected redis://[[user]:password@]host[:port][/db] or sqlite:PATH") !=
           std::string::npos);
   }
 }
@@ -104,6 +120,11 @@ TEST_CASE("store::parse_store_url rejects malformed URLs naming the accepted for
 TEST_CASE("store::parse_store_url quotes the bad URL and says what is wrong") {
   CHECK(error_of("redis://host:99999") ==
         "invalid store \"redis://host:99999\": the port is not a number from 1 to 65535; "
-        "expected redis://[:password@]host[:port][/db] or sqlite:PATH");
+        "expected redis://[[user]:password@]host[:port][/db] or sqlite:PATH");
   CHECK(error_of("mysql://db").find("unknown scheme") != std::string::npos);
+  CHECK(error_of("redis://h?x=1") ==
+        "invalid store \"redis://h?x=1\": invalid host \"h?x=1\" (letters, digits, '-', '.' and "
+        "'_', or an IPv6 address in brackets); "
+        "expected redis://[[user]:password@]host[:port][/db] or sqlite:PATH");
+  CHECK(error_of("redis://[v6]").find("invalid IPv6 address \"v6\"") != std::string::npos);
 }

@@ -8,6 +8,8 @@
 --             period burst) -> {'ok', allowed, now, wait, binding, remaining, reset_after,
 --             at, n, n x (remaining, reset_after, retry_after, marker)}
 --             or {'conflict', stored algorithm}
+--   decide, give_back and inspect reply {'damaged'} for a key whose values this script did
+--   not write (another type, unreadable fields)
 --   give_back ARGV[3..] algorithm at cost n, n x (count period burst), n x marker -> {'ok'}
 --   inspect   ARGV[3] cost (empty: 1) -> {'none'} or {'ok', algorithm, clock, now, allowed,
 --             wait, binding, n, n x (count period burst s1 s2 s3 remaining reset_after
@@ -35,8 +37,15 @@ local function make_limit(count, period, burst)
   return {count = count, period = period, burst = burst, interval = ceil_div(period, count)}
 end
 
--- The stored state, or nil for a fresh key; errors on a value it cannot read.
+-- The stored state, or nil for a fresh key; nil and 'damaged' for a value it cannot read,
+-- one of another type included (set by hand, say).
 local function load()
+  local kind = redis.call('TYPE', base).ok
+  if kind == 'none' then
+    return nil
+  elseif kind ~= 'hash' then
+    return nil, 'damaged'
+  end
   local flat = redis.call('HMGET', base, 'algorithm', 'clock', 'limits')
   if not flat[1] and not flat[2] and not flat[3] then
     return nil
@@ -58,8 +67,9 @@ local function load()
   return state
 end
 
+-- The caller names the key as the user knows it.
 local function damaged()
-  return redis.error_reply('the state of key ' .. base .. ' is damaged; reset the key')
+  return {'damaged'}
 end
 
 -- Limits from ARGV[first..]: n, then n triples.
@@ -106,6 +116,24 @@ local function stored_limits(state)
     limits[i] = stored.limit
   end
   return limits
+end
+
+-- Whether the sliding logs of `limits` and of the stored limits are sorted sets or absent,
+-- as this script writes them.
+local function logs_intact(state, algorithm, limits)
+  local keys = keys_of(algorithm, limits)
+  if state then
+    for _, key in ipairs(keys_of(state.algorithm, stored_limits(state))) do
+      keys[#keys + 1] = key
+    end
+  end
+  for _, key in ipairs(keys) do
+    local kind = key ~= base and redis.call('TYPE', key).ok or 'none'
+    if kind ~= 'none' and kind ~= 'zset' then
+      return false
+    end
+  end
+  return true
 end
 
 -- Every stored limit and its slots, `states` of `limits` written over the stored ones. A
@@ -187,7 +215,7 @@ local function decide()
   local max_wait = tonumber(ARGV[6])
   local limits = read_limits(7)
   local state, problem = load()
-  if problem then
+  if problem or not logs_intact(state, algorithm, limits) then
     return damaged()
   end
   if state and state.algorithm ~= algorithm then
@@ -263,7 +291,7 @@ local function give_back()
   local cost = tonumber(ARGV[5])
   local limits, next_arg = read_limits(6)
   local state, problem = load()
-  if problem then
+  if problem or not logs_intact(state, algorithm, limits) then
     return damaged()
   end
   if not state or state.algorithm ~= algorithm then
@@ -281,7 +309,7 @@ end
 
 local function inspect()
   local state, problem = load()
-  if problem then
+  if problem or (state and not logs_intact(state, state.algorithm, {})) then
     return damaged()
   end
   if not state then
@@ -320,6 +348,7 @@ local function inspect()
   return reply
 end
 
+-- Whatever the key holds, a damaged value included.
 local function reset()
   local state = load()
   local keys = {base}
