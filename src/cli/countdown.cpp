@@ -1,6 +1,7 @@
 #include "cli/countdown.hpp"
 
 #include "cli/report.hpp"
+#include "util/key_text.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -78,7 +79,7 @@ std::string fit_to_width(std::string line, std::size_t columns) {
 }
 
 Countdown::Countdown(std::string_view key, bool enabled)
-    : m_key(enabled ? printable_key(key) : std::string()), m_enabled(enabled) {}
+    : m_key(enabled ? util::printable_key(key) : std::string()), m_enabled(enabled) {}
 
 Countdown::~Countdown() {
   erase();

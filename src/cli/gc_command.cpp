@@ -3,6 +3,7 @@
 #include "cli/report.hpp"
 #include "store/store.hpp"
 #include "util/json.hpp"
+#include "util/key_text.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -32,7 +33,7 @@ int run_gc(const GcOptions& options, const GlobalOptions& global) {
     // A report of what was done, like the messages: standard output stays for --json.
     std::string out;
     for (const std::string& key : removed) {
-      out += fmt::format("ratelimit: removed {}\n", printable_key(key));
+      out += fmt::format("ratelimit: removed {}\n", util::printable_key(key));
     }
     fmt::print(stderr, "{}", out);
   }

@@ -10,6 +10,7 @@
 #include "cli/usage_error.hpp"
 #include "util/clock.hpp"
 #include "util/fd_io.hpp"
+#include "util/key_text.hpp"
 #include "util/record_reader.hpp"
 #include "util/signals.hpp"
 
@@ -221,7 +222,7 @@ private:
     if (m_global.quiet) {
       return;
     }
-    std::string key = m_request.key.empty() ? "" : " on " + printable_key(m_request.key);
+    std::string key = m_request.key.empty() ? "" : " on " + util::printable_key(m_request.key);
     fmt::print(stderr,
                "ratelimit: pipe: no slot within {} for record {}{} {}; next slot in {}; "
                "stopped before it\n",

@@ -1,7 +1,7 @@
 #include "cli/report.hpp"
 
 #include "util/json.hpp"
-#include "util/utf8.hpp"
+#include "util/key_text.hpp"
 
 #include <cstdio>
 #include <fmt/format.h>
@@ -14,46 +14,6 @@ std::string describe_limit(core::Algorithm algorithm, const core::Limit& limit) 
                        core::format_rate(limit.rate), limit.burst);
   }
   return fmt::format("({} {})", core::algorithm_name(algorithm), core::format_rate(limit.rate));
-}
-
-namespace {
-
-// Characters that would let a key draw on the terminal or reorder the text around it: C1
-// controls (0x9b alone starts an escape sequence on some terminals) and the bidirectional
-// controls.
-bool controls_the_display(char32_t c) {
-  return (c >= 0x80 && c <= 0x9f) || c == 0x061c || c == 0x200e || c == 0x200f ||
-         (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069);
-}
-
-} // namespace
-
-std::string printable_key(std::string_view key) {
-  std::string out = "\"";
-  while (!key.empty()) {
-    util::Utf8Char c = util::decode_utf8(key);
-    if (c.length == 0) {
-      out += fmt::format("\\x{:02x}", static_cast<unsigned char>(key.front()));
-      key.remove_prefix(1);
-      continue;
-    }
-    if (c.code_point == '"' || c.code_point == '\\') {
-      out += '\\';
-      out += static_cast<char>(c.code_point);
-    } else if (c.code_point == '\n') {
-      out += "\\n";
-    } else if (c.code_point == '\t') {
-      out += "\\t";
-    } else if (c.code_point < 0x20 || c.code_point == 0x7f) {
-      out += fmt::format("\\x{:02x}", static_cast<unsigned>(c.code_point));
-    } else if (controls_the_display(c.code_point)) {
-      out += fmt::format("\\u{:04x}", static_cast<unsigned>(c.code_point));
-    } else {
-      out.append(key.substr(0, c.length));
-    }
-    key.remove_prefix(c.length);
-  }
-  return out + "\"";
 }
 
 std::string json_millis(core::Nanos duration) {
@@ -94,8 +54,9 @@ void report(const GlobalOptions& global, const LimitedRequest& request,
             const core::Decision& decision, std::optional<core::Nanos> waited) {
   const core::Limit& binding = request.limits[decision.binding];
   if (!decision.allowed && !global.quiet) {
-    fmt::print(stderr, "ratelimit: {} limited {}; next slot in {}\n", printable_key(request.key),
-               describe_limit(request.algorithm, binding), core::format_seconds(decision.wait));
+    fmt::print(stderr, "ratelimit: {} limited {}; next slot in {}\n",
+               util::printable_key(request.key), describe_limit(request.algorithm, binding),
+               core::format_seconds(decision.wait));
   }
   if (!global.json) {
     return;

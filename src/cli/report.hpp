@@ -22,11 +22,6 @@ void report(const GlobalOptions& global, const LimitedRequest& request,
 std::string limits_json(core::Algorithm algorithm, std::span<const core::Limit> limits,
                         const core::Decision& decision);
 
-// `key` for human output: quoted, with control characters (C0, C1, bidirectional) and
-// bytes that are not UTF-8 escaped, so that no key can forge a line of output, move the
-// terminal's cursor or reorder the text around it.
-std::string printable_key(std::string_view key);
-
 // Milliseconds as a JSON number: whole when exact, else with up to six decimals.
 std::string json_millis(core::Nanos duration);
 

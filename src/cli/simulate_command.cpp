@@ -7,6 +7,7 @@
 #include "sim/profiles.hpp"
 #include "sim/simulate.hpp"
 #include "sim/trace.hpp"
+#include "util/key_text.hpp"
 
 #include <CLI/CLI.hpp>
 #include <cctype>
@@ -88,7 +89,7 @@ std::string read_trace(const std::string& path) {
   auto fail = [&] {
     std::string why = std::strerror(errno);
     why[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(why[0])));
-    return UsageError(fmt::format("cannot read trace {}: {}", printable_key(path), why));
+    return UsageError(fmt::format("cannot read trace {}: {}", util::printable_key(path), why));
   };
   if (file == nullptr) {
     throw fail();
@@ -217,7 +218,7 @@ void run_simulate(const SimulateOptions& options, const Given& given, const Glob
   std::vector<sim::Arrival> arrivals;
   if (given.trace) {
     report.source = options.trace == "-" ? std::string("trace on standard input")
-                                         : "trace " + printable_key(options.trace);
+                                         : "trace " + util::printable_key(options.trace);
     sim::Trace trace = checked(sim::parse_trace(read_trace(options.trace)), report.source + ": ");
     check_simulation(algorithms, settings, !options.bursts.empty(), &trace, report.source);
     arrivals = std::move(trace.arrivals);

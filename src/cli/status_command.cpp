@@ -4,6 +4,7 @@
 #include "cli/report.hpp"
 #include "store/store.hpp"
 #include "util/json.hpp"
+#include "util/key_text.hpp"
 #include "util/utf8.hpp"
 
 #include <CLI/CLI.hpp>
@@ -117,7 +118,7 @@ int run_status(const StatusOptions& options, const GlobalOptions& global) {
         fmt::print(stderr,
                    "ratelimit: unknown key {}: it has no state (never used, reset or "
                    "collected as fresh)\n",
-                   printable_key(key));
+                   util::printable_key(key));
         exit_status = k_exit_unknown_key;
       } else {
         shown.push_back(&*match);
@@ -140,7 +141,7 @@ int run_status(const StatusOptions& options, const GlobalOptions& global) {
       {"KEY", "ALGORITHM", "LIMITS", "REMAINING", "RETRY AFTER", "RESET AFTER", "LAST USE"}};
   for (const store::KeyStatus* status : shown) {
     const core::Decision& standing = status->standing;
-    rows.push_back({printable_key(status->key),
+    rows.push_back({util::printable_key(status->key),
                     std::string(core::algorithm_name(status->state.algorithm)),
                     describe_limits(status->state), std::to_string(standing.remaining),
                     core::format_seconds(standing.wait), core::format_seconds(standing.reset_after),

@@ -1,6 +1,7 @@
 #include "store/redis_script.hpp"
 
 #include "store/redis_keys.hpp"
+#include "util/key_text.hpp"
 
 #include <fmt/format.h>
 #include <hiredis/hiredis.h>
@@ -57,9 +58,10 @@ std::string now_argument(std::optional<core::Nanos> now) {
 } // namespace
 
 void RedisScript::damaged(std::string_view key) const {
-  throw StoreError(fmt::format("{}: the state of key \"{}\" is damaged; run ratelimit reset on "
-                               "the key",
-                               m_connection.name(), key));
+  throw StoreError(fmt::format("{}: the state of key {} is damaged; forget it with "
+                               "`ratelimit reset {}`",
+                               m_connection.name(), util::printable_key(key),
+                               util::shell_word_for_key(key)));
 }
 
 RedisScript::RedisScript(RedisConnection& connection, std::string prefix)

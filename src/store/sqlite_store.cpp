@@ -3,6 +3,7 @@
 #include "store/sqlite_grant_log.hpp"
 #include "store/state_codec.hpp"
 #include "util/clock.hpp"
+#include "util/key_text.hpp"
 
 #include <fmt/format.h>
 #include <limits>
@@ -99,9 +100,10 @@ core::Nanos SqliteStore::now() {
 }
 
 void SqliteStore::damaged(std::string_view key) const {
-  throw StoreError(fmt::format("database \"{}\": the state of key \"{}\" is damaged; "
-                               "run ratelimit reset on the key",
-                               m_database.path(), key));
+  throw StoreError(fmt::format("database \"{}\": the state of key {} is damaged; "
+                               "forget it with `ratelimit reset {}`",
+                               m_database.path(), util::printable_key(key),
+                               util::shell_word_for_key(key)));
 }
 
 std::optional<SqliteStore::Row> SqliteStore::find(std::string_view key) {

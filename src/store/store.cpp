@@ -1,15 +1,18 @@
 #include "store/store.hpp"
 
+#include "util/key_text.hpp"
+
 #include <fmt/format.h>
 
 namespace ratelimit::store {
 
 std::string key_conflict_message(std::string_view key, core::Algorithm stored,
                                  core::Algorithm requested) {
-  return fmt::format("key \"{}\" is limited by {}, not {}; use -a {}, or forget the key with "
+  return fmt::format("key {} is limited by {}, not {}; use -a {}, or forget the key with "
                      "`ratelimit reset {}`",
-                     key, core::algorithm_name(stored), core::algorithm_name(requested),
-                     core::algorithm_name(stored), key);
+                     util::printable_key(key), core::algorithm_name(stored),
+                     core::algorithm_name(requested), core::algorithm_name(stored),
+                     util::shell_word_for_key(key));
 }
 
 } // namespace ratelimit::store

@@ -289,6 +289,20 @@ test_key_is_bound_to_its_algorithm() {
   done
 }
 
+test_the_reset_hint_is_a_command_that_works() {
+  # Pasted into a shell, the suggested command forgets exactly that key, whatever its bytes.
+  local key hint
+  for key in 'my key' "it's" $'new\nline' '-dash' 'quo"te'; do
+    expect_status 0 rl try -r 5/d -- "$key" || continue
+    expect_status 2 rl try -r 5/d -a fixed-window -- "$key" || continue
+    expect_one_line
+    hint=$(sed -n 's/.*`ratelimit \(reset .*\)`.*/\1/p' <<<"$ERR")
+    expect_true "no reset hint in: $ERR" [ -n "$hint" ] || continue
+    eval "rl $hint"
+    expect_status 0 rl try -r 5/d -a fixed-window -- "$key"
+  done
+}
+
 test_burst_with_a_window_algorithm_exits_2() {
   local algorithm
   for algorithm in fixed-window sliding-window sliding-log; do

@@ -187,7 +187,7 @@ test_version_lists_the_stores() {
 # reset forgets it.
 test_a_value_of_another_type_is_damaged_state_that_reset_forgets() {
   rcli SET 'ratelimit:{s}' foo >/dev/null
-  local message="ratelimit: redis 127.0.0.1:$REDIS_PORT: the state of key \"s\" is damaged; run ratelimit reset on the key"
+  local message="ratelimit: redis 127.0.0.1:$REDIS_PORT: the state of key \"s\" is damaged; forget it with \`ratelimit reset s\`"
   expect_status 3 rl try s -r 1/min
   expect_one_line
   expect_eq "$message" "$ERR" "try"
@@ -209,7 +209,7 @@ test_a_sliding_log_of_another_type_is_damaged_state_that_reset_forgets() {
   rcli SET 'ratelimit:{s}:t:60000000' foo >/dev/null
   expect_status 3 rl try s -r 5/min -a sliding-log
   expect_one_line
-  expect_contains "$ERR" 'the state of key "s" is damaged; run ratelimit reset on the key'
+  expect_contains "$ERR" 'the state of key "s" is damaged; forget it with `ratelimit reset s`'
   expect_status 3 rl status
   expect_contains "$ERR" 'the state of key "s" is damaged'
   expect_status 0 rl reset s
