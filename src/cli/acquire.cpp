@@ -24,16 +24,18 @@ core::Nanos parse_timeout(const std::optional<std::string>& text) {
 }
 
 Acquired acquire(store::Store& store, util::InterruptSignals& signals, const GlobalOptions& global,
-                 const LimitedRequest& request, bool reserve, core::Nanos max_wait) {
+                 const LimitedRequest& request, Asking asking, core::Nanos max_wait) {
   core::Request ask;
   ask.cost = request.cost;
-  ask.reserve = reserve;
+  ask.reserve = asking == Asking::for_the_next;
   ask.max_wait = max_wait;
+  // try reports no waited_ms; wait and run report the time they slept, 0 when they did not.
+  std::optional<core::Nanos> no_wait =
+      asking == Asking::now ? std::nullopt : std::optional<core::Nanos>(0);
   Acquired acquired;
   acquired.decision = store.decide(request.key, request.algorithm, request.limits, ask);
   if (!acquired.decision.allowed) {
-    report(global, request, acquired.decision,
-           reserve ? std::optional<core::Nanos>(0) : std::nullopt);
+    report(global, request, acquired.decision, no_wait);
     return acquired;
   }
   std::int64_t started = util::monotonic_nanos();
@@ -52,7 +54,7 @@ Acquired acquire(store::Store& store, util::InterruptSignals& signals, const Glo
     return acquired;
   }
   report(global, request, acquired.decision,
-         reserve ? std::optional<core::Nanos>(acquired.waited) : std::nullopt);
+         asking == Asking::now ? std::nullopt : std::optional<core::Nanos>(acquired.waited));
   return acquired;
 }
 
@@ -73,11 +75,11 @@ bool fail_open(const GlobalOptions& global, const store::StoreError& error) {
 }
 
 Acquired acquire_from_store(const GlobalOptions& global, util::InterruptSignals& signals,
-                            const LimitedRequest& request, bool reserve, core::Nanos max_wait) {
+                            const LimitedRequest& request, Asking asking, core::Nanos max_wait) {
   std::string failure;
   try {
     auto store = open_store(global);
-    return acquire(*store, signals, global, request, reserve, max_wait);
+    return acquire(*store, signals, global, request, asking, max_wait);
   } catch (const store::StoreError& error) {
     if (!fail_open(global, error)) {
       throw;

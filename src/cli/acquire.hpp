@@ -20,17 +20,23 @@ struct Acquired {
   bool failed_open = false;
 };
 
-// Asks for a slot and, when it is reserved in the future, sleeps until it. `reserve` false
-// decides at once (try); true reserves the next slot within `max_wait`. A signal in the
+// How a command asks for its slot.
+enum class Asking {
+  now,          // try: decides at once
+  now_to_run,   // run --no-wait: decides at once; reports waited_ms 0, as every run does
+  for_the_next, // wait, run: reserves the next slot within the timeout, sleeps until it
+};
+
+// Asks for a slot as `asking` says, within `max_wait` when it reserves. A signal in the
 // sleep gives the reservation back. Reports the decision (stderr line, --json) itself.
 Acquired acquire(store::Store& store, util::InterruptSignals& signals, const GlobalOptions& global,
-                 const LimitedRequest& request, bool reserve, core::Nanos max_wait);
+                 const LimitedRequest& request, Asking asking, core::Nanos max_wait);
 
 // Opens the store `global` names, acquires `request` from it as `acquire` does, and closes
 // it. A StoreError propagates under --on-store-error=deny; under allow the request is
 // granted at once without the store, with a warning (see `fail_open`).
 Acquired acquire_from_store(const GlobalOptions& global, util::InterruptSignals& signals,
-                            const LimitedRequest& request, bool reserve, core::Nanos max_wait);
+                            const LimitedRequest& request, Asking asking, core::Nanos max_wait);
 
 // What --on-store-error says about `error`: under allow, prints one warning line on stderr
 // and returns true (go on without the store); under deny returns false (fail, status 3).

@@ -47,7 +47,9 @@ int run_run(const RunOptions& options, const GlobalOptions& global) {
   core::Nanos max_wait = parse_timeout(options.timeout);
   util::InterruptSignals signals;
   // The store is closed again before the command runs.
-  Acquired acquired = acquire_from_store(global, signals, request, !options.no_wait, max_wait);
+  Acquired acquired =
+      acquire_from_store(global, signals, request,
+                         options.no_wait ? Asking::now_to_run : Asking::for_the_next, max_wait);
   if (acquired.signal != 0) {
     return 128 + acquired.signal;
   }

@@ -12,7 +12,7 @@ namespace {
 int run_try(const LimitOptions& options, const GlobalOptions& global) {
   LimitedRequest request = resolve(options);
   util::InterruptSignals signals;
-  Acquired acquired = acquire_from_store(global, signals, request, false, 0);
+  Acquired acquired = acquire_from_store(global, signals, request, Asking::now, 0);
   if (acquired.signal != 0) {
     return 128 + acquired.signal;
   }

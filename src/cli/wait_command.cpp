@@ -20,7 +20,7 @@ int run_wait(const WaitOptions& options, const GlobalOptions& global) {
   LimitedRequest request = resolve(options.limit);
   core::Nanos max_wait = parse_timeout(options.timeout);
   util::InterruptSignals signals;
-  Acquired acquired = acquire_from_store(global, signals, request, true, max_wait);
+  Acquired acquired = acquire_from_store(global, signals, request, Asking::for_the_next, max_wait);
   if (acquired.signal != 0) {
     return 128 + acquired.signal;
   }

@@ -23,6 +23,17 @@ test_global_options_after_the_command() {
   expect_status 75 rl try k -r 1/min --json -E 75 -q
   expect_eq false "$(json_field "$OUT" allowed)" "allowed"
   expect_eq "" "$ERR" "stderr with -q"
+  expect_status 75 rl wait k -r 1/min -t 1s -E 75 -q
+  expect_status 75 rl run k -r 1/min --no-wait -E 75 -q -- true
+  expect_status 75 rl -E 75 run k -r 1/min -t 1s -- true
+}
+
+test_db_after_the_command() {
+  on_store sqlite || return 0
+  expect_status 0 rl try k -r 1/min --db other.db
+  expect_true "--db after the command names the database" test -s other.db
+  expect_status 1 rl -q try k -r 1/min --db other.db
+  expect_status 0 rl try k -r 1/min --db=third.db
 }
 
 # The first argument that names a command is not always the command: it can be a key, or
@@ -237,10 +248,15 @@ os.execv(sys.argv[1], sys.argv[1:])' "$RATELIMIT" "$@" &
   WAITER=$!
 }
 
+# SIGNAL to a `wait` (or with COMMAND run, to a `run` waiting to run it).
 interrupted_wait_returns_its_slot() {
-  local signal=$1 expected_status=$2
+  local signal=$1 expected_status=$2 command=${3:-wait}
   rl try s -r 1/s -b 1
-  start_waiter wait s -r 1/s -b 1
+  if [ "$command" = run ]; then
+    start_waiter run s -r 1/s -b 1 -- touch ran
+  else
+    start_waiter wait s -r 1/s -b 1
+  fi
   sleep 0.3
   # Queued behind the waiter, the next free slot is about 1.7 s away.
   expect_status 1 rl --json try s -r 1/s -b 1
@@ -253,11 +269,16 @@ interrupted_wait_returns_its_slot() {
   after=$(json_field "$OUT" retry_after_ms)
   expect_true "before: $before ms > 1000" test "$before" -gt 1000
   expect_true "after: $after ms < 1000" test "$after" -lt 1000
+  expect_true "the interrupted run ran its command" test ! -e ran
 }
 
 test_sigint_during_wait_returns_its_slot() { interrupted_wait_returns_its_slot INT 130; }
 
 test_sigterm_during_wait_returns_its_slot() { interrupted_wait_returns_its_slot TERM 143; }
+
+test_sigint_during_run_returns_its_slot() { interrupted_wait_returns_its_slot INT 130 run; }
+
+test_sigterm_during_run_returns_its_slot() { interrupted_wait_returns_its_slot TERM 143 run; }
 
 test_run_passes_status_and_output_through() {
   expect_status 7 rl run job -r 10/s -- sh -c 'echo out; echo err >&2; exit 7'
@@ -283,6 +304,17 @@ test_run_no_wait_does_not_run_when_limited() {
   expect_true "command not run" test ! -e ran
   expect_status 0 rl run nw2 -r 1/min --no-wait -- touch ran
   expect_true "command run" test -e ran
+}
+
+test_run_reports_the_time_it_waited_in_json() {
+  expect_status 0 rl --json run rj -r 4/s -b 1 --no-wait -- true
+  expect_eq 0 "$(json_field "$OUT" waited_ms)" "waited_ms of run --no-wait"
+  expect_status 0 rl --json run rj -r 4/s -b 1 -- true
+  local waited
+  waited=$(json_field "$OUT" waited_ms)
+  expect_true "waited_ms $waited, about 250" test "$waited" -ge 150 -a "$waited" -le 600
+  expect_status 0 rl --json try rj2 -r 4/s
+  expect_eq "" "$(json_field "$OUT" waited_ms)" "waited_ms of try"
 }
 
 test_run_waits_for_its_slot() {
