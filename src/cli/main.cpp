@@ -6,6 +6,7 @@
 #include "store/store.hpp"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cctype>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -61,6 +62,72 @@ const Command* named_command(int argc, char** argv) {
   return nullptr;
 }
 
+// How an option is written, as --help shows it: `--rate N/PERIOD`, or the option alone for
+// a flag. Searches the command given, then the global options.
+std::string accepted_form(const CLI::App& app, const CLI::App* command, const std::string& name) {
+  for (const CLI::App* where : {command, &app}) {
+    const CLI::Option* option = where != nullptr ? where->get_option_no_throw(name) : nullptr;
+    if (option == nullptr) {
+      continue;
+    }
+    std::string value = option->get_option_text();
+    if (value.empty() && option->get_type_size() != 0) {
+      value = option->get_type_name();
+    }
+    return value.empty() ? name : name + " " + value;
+  }
+  return name;
+}
+
+// CLI11's message for `error` in our own words: lower case, naming what was wrong and the
+// accepted form, then where to read more.
+std::string parse_error_message(const CLI::App& app, const CLI::ParseError& error) {
+  std::vector<const CLI::App*> given = app.get_subcommands({});
+  given.erase(
+      std::remove_if(given.begin(), given.end(), [](const CLI::App* c) { return c->count() == 0; }),
+      given.end());
+  const CLI::App* command = given.empty() ? nullptr : given.front();
+  std::string help = command == nullptr ? "ratelimit --help"
+                                        : fmt::format("ratelimit {} --help", command->get_name());
+  std::string text = error.what();
+  std::string::size_type colon = text.find(": ");
+  std::string name = colon == std::string::npos ? "" : text.substr(0, colon);
+  std::string detail = colon == std::string::npos ? text : text.substr(colon + 2);
+  if (dynamic_cast<const CLI::ArgumentMismatch*>(&error) != nullptr && !name.empty()) {
+    if (detail.find("missing") != std::string::npos) {
+      return fmt::format("{}: a value is missing; expected {}; see {}", name,
+                         accepted_form(app, command, name), help);
+    }
+    if (detail.find("At Most") != std::string::npos) {
+      return fmt::format("{}: given more than once; expected {} once; see {}", name,
+                         accepted_form(app, command, name), help);
+    }
+  }
+  if ((dynamic_cast<const CLI::ValidationError*>(&error) != nullptr ||
+       dynamic_cast<const CLI::ConversionError*>(&error) != nullptr) &&
+      !name.empty()) {
+    return fmt::format("{}: {}; expected {}; see {}", name, one_line(detail),
+                       accepted_form(app, command, name), help);
+  }
+  if (dynamic_cast<const CLI::RequiredError*>(&error) != nullptr) {
+    std::string::size_type is = text.find(" is required");
+    if (is != std::string::npos && text.find(' ') == is) {
+      std::string missing = text.substr(0, is);
+      if (missing.front() != '-' && command != nullptr) {
+        // A positional argument: the key.
+        std::string upper = missing;
+        std::transform(upper.begin(), upper.end(), upper.begin(),
+                       [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+        return fmt::format("a {} is required; expected ratelimit {} {} [OPTIONS]; see {}", upper,
+                           command->get_name(), upper, help);
+      }
+      return fmt::format("{} is required; expected {}; see {}", missing,
+                         accepted_form(app, command, missing), help);
+    }
+  }
+  return fmt::format("{}; see {}", text, help);
+}
+
 // Parses the command line with the commands `only` (or all when null), then runs the one it
 // selects. Returns nothing, having run nothing, when a parse with `only` fails: the parse
 // with every command then reports the error, help or version as usual.
@@ -105,7 +172,7 @@ std::optional<int> parse_and_run(int argc, char** argv, const Command* only) {
       return fail(k_exit_usage, fmt::format("unknown command \"{}\"; expected one of {}",
                                             app.remaining().front(), fmt::join(names, ", ")));
     }
-    return fail(k_exit_usage, fmt::format("{}; see ratelimit --help", error.what()));
+    return fail(k_exit_usage, parse_error_message(app, error));
   }
   const CLI::App* selected = app.get_subcommands().front();
   for (auto& [command, run] : runs) {

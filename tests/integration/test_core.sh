@@ -91,10 +91,19 @@ invalid duration "soon"|wait k -r 5/s -t soon
 unknown unit "fortnight"|wait k -r 5/s -t 2fortnight
 unknown algorithm "token_bucket"; did you mean "token-bucket"?|try k -r 5/s -a token_bucket
 unknown command "fly"|fly k -r 5/s
---rate is required|try k
-key is required|try -r 5/s
-not expected|try k -r 5/s --frobnicate
+--rate is required; expected --rate N/PERIOD; see ratelimit try --help|try k
+a KEY is required; expected ratelimit try KEY [OPTIONS]|try -r 5/s
+not expected: --frobnicate; see ratelimit try --help|try k -r 5/s --frobnicate
+--rate: a value is missing; expected --rate N/PERIOD|try k -r
+--timeout: a value is missing; expected --timeout DURATION|wait k -r 5/s -t
+--cost: given more than once; expected --cost N once|try k -r 5/s -c 1 -c 2
+--limited-exit-code: value abc not in range 0 to 255; expected --limited-exit-code N|-E abc try k -r 5/s
+--limited-exit-code: value 300 not in range 0 to 255|try k -r 5/s -E 300
+--db: a value is missing; expected --db PATH; see ratelimit --help|--db
 CASES
+  # Every message starts in lower case.
+  expect_status 2 rl try
+  expect_true "upper case in: $ERR" grep -qE '^ratelimit: [a-z-]' <<<"$ERR"
 }
 
 test_empty_and_oversized_keys() {
