@@ -478,6 +478,20 @@ test_interrupted_waiters_reserved_at_one_time_both_give_back() {
 $after after)" [ "$after" -le "$before" ]
 }
 
+test_sliding_log_forgets_entries_that_left_the_window() {
+  on_store sqlite || return 0
+  local i
+  for i in $(seq 30); do
+    rl -q try log -a sliding-log -r 5/200ms
+    sleep 0.02
+  done
+  local rows
+  rows=$(sqlite3 "$DB" 'SELECT count(*) FROM grant_log')
+  # 30 tries over >= 600 ms at 5 per 200 ms: a log that kept everything would hold ~15
+  # grants; one that forgets holds at most the last window's 5 (plus the latest one).
+  expect_true "the log holds $rows entries" [ "$rows" -le 6 ]
+}
+
 # --- --json for every algorithm ------------------------------------------------------------
 
 # The bounds of ceil((window_end - decision) / 1 ms) for a decision made between LO and HI

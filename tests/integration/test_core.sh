@@ -125,6 +125,25 @@ test_sql_in_a_key_is_just_a_key() {
 
 # Each process rebuilds the WAL index when it opens the database: the WAL must be truncated
 # now and then, or it grows with every decision and every open and commit reads all of it.
+test_the_database_is_in_wal_mode_from_its_creation() {
+  on_store sqlite || return 0
+  rl try k -r 1/min
+  expect_eq wal "$(sqlite3 "$DB" 'PRAGMA journal_mode')" "journal mode"
+  expect_eq 1380732244 "$(sqlite3 "$DB" 'PRAGMA application_id')" "application id"
+  expect_eq 1 "$(sqlite3 "$DB" 'PRAGMA user_version')" "schema version"
+}
+
+test_a_new_rate_on_a_key_applies_at_the_next_call() {
+  expect_status 0 rl try changed -r 1/min
+  expect_status 1 rl -q try changed -r 1/min
+  # A larger bucket: the new capacity counts from the key's state, not from a fresh start.
+  expect_status 0 rl try changed -r 2/min -b 5
+  expect_status 0 rl --json try changed -r 2/min -b 5
+  expect_eq 5 "$(json_field "$OUT" burst)" "the new burst"
+  # Back to a smaller limit: stricter at once.
+  expect_status 1 rl -q try changed -r 1/min
+}
+
 test_the_wal_stays_short() {
   on_store sqlite || return 0
   local i size
