@@ -151,6 +151,57 @@ test_two_keyed_pipes_running_at_once_share_one_limit() {
     test "$elapsed" -ge 1000 -a "$elapsed" -lt 5000
 }
 
+test_cost_takes_that_many_units_per_record() {
+  seq 10 >in
+  expect_status 1 rl pipe -r 10/min -c 3 -t 0 -q <in
+  expect_eq "$(seq 3)" "$OUT" "3 records of cost 3 within 10"
+  expect_status 1 rl pipe costly -r 10/min -c 3 -t 0 -q <in
+  expect_eq "$(seq 3)" "$OUT" "the same on a key"
+  expect_status 0 rl try costly -r 10/min
+  expect_status 1 rl try costly -r 10/min
+  expect_status 2 rl pipe -r 10/min -c 11 <in
+  expect_contains "$ERR" "can never be granted"
+}
+
+test_pipe_without_key_opens_no_database() {
+  on_store sqlite || return 0
+  expect_status 0 rl --db nowhere/x.db pipe -r 1000/s <<<record
+  expect_eq record "$OUT"
+  expect_true "a database was created" test ! -e nowhere
+}
+
+test_keyed_pipe_sleeps_without_holding_the_lock() {
+  on_store sqlite || return 0
+  # 4 records at 2/s, burst 1: the pipe sleeps 1.5 s in all, between short decisions.
+  seq 4 | rl pipe k -r 2/s -b 1 >out &
+  local pipe=$! i started elapsed
+  sleep 0.2
+  for i in 1 2 3 4 5; do
+    started=$(now_ms)
+    expect_status 0 rl --lock-timeout 0.3s try "other-$i" -r 1/s || break
+    elapsed=$(($(now_ms) - started))
+    expect_true "a decision on another key took $elapsed ms while the pipe slept" \
+      [ "$elapsed" -lt 250 ] || break
+    sleep 0.2
+  done
+  wait $pipe
+  expect_eq "$(seq 4)" "$(cat out)" "the pipe's output"
+}
+
+test_closed_reader_while_waiting_for_input_ends_the_pipe() {
+  # No input arrives for 3 s and the reader goes away: the pipe notices at once, rather
+  # than at its next record.
+  local started
+  started=$(now_ms)
+  { sleep 3; echo late; } | { rl pipe -r 10/s 2>err; echo "$? $(now_ms)" >ended; } | true
+  local status ended
+  read -r status ended <ended
+  expect_eq 141 "$status" "status"
+  expect_eq "" "$(cat err)" "stderr"
+  expect_true "the pipe ended $((ended - started)) ms after its reader, not at the input" \
+    [ $((ended - started)) -lt 2000 ]
+}
+
 test_keyed_pipe_honours_the_key_algorithm() {
   rl try k -r 5/s -a fixed-window
   expect_status 2 rl pipe k -r 5/s <<<record
