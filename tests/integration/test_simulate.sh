@@ -224,6 +224,29 @@ test_never_opens_a_store() {
   expect_eq "$before" "$(cksum <foreign.db)" "foreign file"
 }
 
+# Decisions worked out by hand from the definitions, at 2/s (period 1 s, emission interval
+# 0.5 s, burst 2), for arrivals at 0, 0.1, 0.2, 0.9, 1.0, 1.05 and 1.5 s:
+#  fixed-window    [0,1) admits 0 and 0.1; [1,2) admits 1.0 and 1.05, then is full.
+#  sliding-log     (t-1, t] holds at most 2: 1.0 sees only 0.1, 1.05 sees 0.1 and 1.0,
+#                  1.5 sees 1.0.
+#  sliding-window  at 1.0 the estimate is 2 x (1 - 0) = 2, at 1.05 it is 1.9, at 1.5 it is
+#                  1: only 1.5 gets in after the first window.
+#  token-bucket    tokens 2, 1.2, 0.4 (denied), 1.8, 1.0, 0.1 (denied), 1.0 before each.
+#  leaky-bucket    the output is free at 0, then at 0.5 (taken at 0.9), then at 1.4 (taken
+#                  at 1.5).
+test_decisions_match_the_definitions_worked_by_hand() {
+  printf '0\n0.1\n0.2\n0.9\n1.0\n1.05\n1.5\n' >trace
+  expect_status 0 rl simulate -r 2/s --trace trace --format csv || return
+  local decisions
+  decisions=$(awk -F, 'NR > 1 { d[$1] = d[$1] ($4 == "true" ? "T" : "F") }
+    END { for (a in d) print a, d[a] }' <<<"$OUT" | sort)
+  expect_eq "fixed-window TTFFTTF
+leaky-bucket TFFTFFT
+sliding-log TTFFTFT
+sliding-window TTFFFFT
+token-bucket TTFTTFT" "$decisions" "decisions per algorithm (T granted, F denied)"
+}
+
 test_recommends_from_the_shape() {
   expect_status 0 rl simulate -r 10/s --profile burst || return
   expect_contains "$(printf '%s\n' "$OUT" | tail -n 1)" "recommendation: token-bucket: "
