@@ -20,6 +20,17 @@ export RATELIMIT_DB=
 
 rl() { "$RATELIMIT" "$@"; }
 
+# Runs the binary with the wall clock shifted by OFFSET (e.g. -1h, +20s); the monotonic
+# clock, which times the sleeps, is left alone.
+# Under AddressSanitizer (RATELIMIT_SANITIZE), libfaketime comes before the sanitizer's
+# runtime in the library list, which the sanitizer would refuse.
+rl_at() {
+  local offset=$1
+  shift
+  ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+    faketime --exclude-monotonic -f "$offset" "$RATELIMIT" "$@"
+}
+
 # The store a suite runs against: RATELIMIT_TEST_STORE=redis (set by ctest for the suites
 # registered once per store, or by a suite before sourcing this file) starts a redis-server
 # of the suite's own on 127.0.0.1 at a free port, with no persistence, points

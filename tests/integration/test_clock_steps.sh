@@ -5,17 +5,6 @@
 # step refills.
 . "$(dirname "$0")/lib.sh"
 
-# Runs the binary with the wall clock shifted by OFFSET (e.g. -1h, +20s); the monotonic
-# clock, which times the sleeps, is left alone.
-# Under AddressSanitizer (RATELIMIT_SANITIZE), libfaketime comes before the sanitizer's
-# runtime in the library list, which the sanitizer would refuse.
-rl_at() {
-  local offset=$1
-  shift
-  ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
-    faketime --exclude-monotonic -f "$offset" "$RATELIMIT" "$@"
-}
-
 # How many of N tries on KEY with ARGS are granted with the clock at OFFSET ("" = real).
 grants() {
   local offset=$1 n=$2 granted=0 i

@@ -95,6 +95,22 @@ test_sigterm_during_wait_gives_back() {
   expect_true "retry_after_ms $retry below 2000" test "$retry" -lt 2000
 }
 
+test_the_clock_is_the_servers() {
+  command -v faketime >/dev/null || { fail "faketime is missing; scripts/install-deps --test installs it"; return; }
+  # The control: on a SQLite store the client's clock decides, so +2h finds the key full.
+  expect_status 0 rl --db local.db try k -r 1/min
+  expect_status 0 rl_at +2h --db local.db try k -r 1/min
+  expect_status 0 rl try k -r 1/min
+  # Clients two hours ahead or behind see the same key: the server's clock decides.
+  local offset retry
+  for offset in +2h -2h; do
+    expect_status 1 rl_at "$offset" --json try k -r 1/min || continue
+    retry=$(json_field "$OUT" retry_after_ms)
+    expect_true "retry_after_ms $retry at $offset, about a minute" \
+      [ "$retry" -gt 50000 -a "$retry" -le 60000 ]
+  done
+}
+
 test_server_down_exits_3_at_once() {
   local started elapsed
   started=$(now_ms)
