@@ -48,9 +48,13 @@ on_store() {
   if [ "$STORE" = "$1" ]; then
     return 0
   fi
-  _skipped="only on the $1 store"
+  skip "only on the $1 store"
   return 1
 }
+
+# Marks the running test as skipped, for REASON, unless it also failed; the test then
+# returns without checking anything more.
+skip() { _skipped=$*; }
 
 # Whether a missing redis-server must fail the suite rather than skip it.
 redis_required() { [ "${RATELIMIT_REQUIRE_REDIS:-}" = 1 ] || [ "${CI:-}" = true ]; }

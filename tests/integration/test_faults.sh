@@ -5,8 +5,6 @@
 # exit status 3.
 . "$(dirname "$0")/lib.sh"
 
-skip() { echo "    SKIP: $*"; }
-
 is_root() { [ "$(id -u)" = 0 ]; }
 
 integrity() { sqlite3 "$1" 'PRAGMA integrity_check'; }
