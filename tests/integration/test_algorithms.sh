@@ -340,14 +340,17 @@ test_cost_above_what_a_limit_holds_exits_2() {
 test_leaky_bucket_five_tries_at_once_admit_one() {
   # 5/10s: one output slot every 2 s, so five processes started together all fall within
   # the first slot even on a loaded machine; a token bucket grants all five.
-  local algorithm expected i granted
+  local algorithm expected i granted pid pids
   for algorithm in leaky-bucket token-bucket; do
+    pids=()
     for i in 1 2 3 4 5; do
       "$RATELIMIT" try "once-$algorithm" -r 5/10s -a "$algorithm" -q &
+      pids+=($!)
     done
+    # Each by its PID: `wait -n` can miss a job that ended before it was called.
     granted=0
-    for i in 1 2 3 4 5; do
-      wait -n && granted=$((granted + 1))
+    for pid in "${pids[@]}"; do
+      wait "$pid" && granted=$((granted + 1))
     done
     expected=1
     [ "$algorithm" = token-bucket ] && expected=5
