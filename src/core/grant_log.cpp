@@ -4,6 +4,18 @@
 
 namespace ratelimit::core {
 
+namespace {
+
+// The first entry whose cumulative cost is at least `cumulative` (entries are in order of it).
+template <typename Log>
+auto first_reaching(Log& log, std::int64_t cumulative) {
+  return std::lower_bound(
+      log.begin(), log.end(), cumulative,
+      [](const auto& entry, std::int64_t value) { return entry.cumulative < value; });
+}
+
+} // namespace
+
 std::optional<std::int64_t> MemoryGrantLog::cumulative_through(Nanos period, Nanos time) {
   auto& log = m_logs[period];
   auto after = std::upper_bound(log.begin(), log.end(), time,
@@ -16,9 +28,7 @@ std::optional<std::int64_t> MemoryGrantLog::cumulative_through(Nanos period, Nan
 
 std::optional<Nanos> MemoryGrantLog::time_reaching(Nanos period, std::int64_t cumulative) {
   auto& log = m_logs[period];
-  auto found = std::lower_bound(
-      log.begin(), log.end(), cumulative,
-      [](const Entry& entry, std::int64_t value) { return entry.cumulative < value; });
+  auto found = first_reaching(log, cumulative);
   if (found == log.end()) {
     return std::nullopt;
   }
@@ -28,9 +38,7 @@ std::optional<Nanos> MemoryGrantLog::time_reaching(Nanos period, std::int64_t cu
 std::optional<std::int64_t> MemoryGrantLog::cumulative_before(Nanos period,
                                                               std::int64_t cumulative) {
   auto& log = m_logs[period];
-  auto found = std::lower_bound(
-      log.begin(), log.end(), cumulative,
-      [](const Entry& entry, std::int64_t value) { return entry.cumulative < value; });
+  auto found = first_reaching(log, cumulative);
   if (found == log.begin()) {
     return std::nullopt;
   }
