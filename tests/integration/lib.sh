@@ -52,6 +52,18 @@ on_store() {
   return 1
 }
 
+# Sleeps until at least `margin` seconds remain in the current window of `period` seconds
+# since the epoch, so that a test on a window algorithm does not straddle two windows.
+ensure_window_margin() {
+  local period=$1 margin=$2 now left
+  now=$(now_us)
+  left=$((period * 1000000 - now % (period * 1000000)))
+  if [ "$left" -lt $((margin * 1000000)) ]; then
+    sleep "$(printf '%d.%06d' $((left / 1000000)) $((left % 1000000)))"
+    sleep 0.2
+  fi
+}
+
 # Marks the running test as skipped, for REASON, unless it also failed; the test then
 # returns without checking anything more.
 skip() { _skipped=$*; }
@@ -175,6 +187,13 @@ expect_one_line() {
 }
 
 now_ms() { date +%s%3N; }
+
+# The wall clock in microseconds, from bash itself (no process): the binary reads the same
+# CLOCK_REALTIME.
+now_us() {
+  local t=$EPOCHREALTIME
+  echo "${t/[.,]/}"
+}
 
 # A top-level JSON field's scalar value from a one-line object (numbers, booleans, simple
 # strings): the first occurrence, which precedes any nested "limits" array.

@@ -10,25 +10,6 @@ PYTHON=/usr/bin/python3
 
 ALGORITHMS="token-bucket leaky-bucket fixed-window sliding-window sliding-log"
 
-# The wall clock in microseconds, from bash itself (no process): the binary reads the same
-# CLOCK_REALTIME.
-now_us() {
-  local t=$EPOCHREALTIME
-  echo "${t/[.,]/}"
-}
-
-# Sleeps until at least `margin` seconds remain in the current window of `period` seconds
-# since the epoch, so that a test on a window algorithm does not straddle two windows.
-ensure_window_margin() {
-  local period=$1 margin=$2 now left
-  now=$(now_us)
-  left=$((period * 1000000 - now % (period * 1000000)))
-  if [ "$left" -lt $((margin * 1000000)) ]; then
-    sleep "$(printf '%d.%06d' $((left / 1000000)) $((left % 1000000)))"
-    sleep 0.2
-  fi
-}
-
 # Whether VALUE is within [LOW, HIGH].
 in_range() { [ "$1" -ge "$2" ] && [ "$1" -le "$3" ]; }
 
