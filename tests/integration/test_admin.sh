@@ -166,15 +166,22 @@ test_gc_keeps_busy_keys_and_drops_fresh_ones() {
   on_store sqlite || return 0
   local algorithm
   for algorithm in token-bucket leaky-bucket fixed-window sliding-window sliding-log; do
-    rl try "fresh-$algorithm" -r 1/1s -a "$algorithm"
     rl try "busy-$algorithm" -r 1/min -a "$algorithm"
+  done
+  for algorithm in token-bucket leaky-bucket fixed-window sliding-window sliding-log; do
+    rl try "fresh-$algorithm" -r 1/1s -a "$algorithm"
   done
   # The sliding window remembers the previous window too: 2 periods.
   sleep 2.1
+  # Decisions collect a few fresh keys on the way, so a slow run may already have lost one:
+  # gc must remove exactly the fresh keys still there, which status does not touch.
+  expect_status 0 rl --json status
+  local present
+  present=$(json_eval '"\n".join("ratelimit: removed \"%s\"" % o["key"] for o in j if o["key"].startswith("fresh-"))' <<<"$OUT")
+  expect_true "some fresh keys are left for gc" [ -n "$present" ]
   expect_status 0 rl gc -v
   expect_eq "" "$OUT" "stdout of gc -v"
-  expect_eq 5 "$(printf '%s\n' "$ERR" | grep -c '^ratelimit: removed "fresh-')" "removed lines: $ERR"
-  expect_eq 5 "$(printf '%s\n' "$ERR" | wc -l)" "lines of gc -v"
+  expect_eq "$present" "$(printf '%s\n' "$ERR" | LC_ALL=C sort)" "lines of gc -v"
   expect_status 0 rl --json status
   expect_eq "['busy-fixed-window', 'busy-leaky-bucket', 'busy-sliding-log', 'busy-sliding-window', 'busy-token-bucket']" \
     "$(json_eval '[o["key"] for o in j]' <<<"$OUT")" "keys left"
@@ -194,9 +201,15 @@ test_gc_json_names_what_it_removed() {
   rl try one -r 1/1s
   rl try two -r 1/1s
   sleep 1.1
+  # A slow run may have collected "one" while deciding "two": compare with what is there.
+  expect_status 0 rl --json status
+  local present count
+  present=$(json_eval '[o["key"] for o in j]' <<<"$OUT")
+  count=$(json_eval 'len(j)' <<<"$OUT")
+  expect_contains "$present" "'two'" "keys before gc"
   expect_status 0 rl --json gc
-  expect_eq 2 "$(json_eval 'j["removed"]' <<<"$OUT")" "removed"
-  expect_eq "['one', 'two']" "$(json_eval 'sorted(j["keys"])' <<<"$OUT")" "keys"
+  expect_eq "$count" "$(json_eval 'j["removed"]' <<<"$OUT")" "removed"
+  expect_eq "$present" "$(json_eval 'sorted(j["keys"])' <<<"$OUT")" "keys"
 }
 
 test_decisions_collect_fresh_keys_on_the_way() {
