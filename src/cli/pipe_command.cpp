@@ -1,7 +1,8 @@
 // `pipe`: copies standard input to standard output one record at a time, each record
 // released when it gets its slot. Records released by one decision go out in one write, so
 // that at a rate that never binds the copy runs at nearly the speed of cat, while a record
-// that has to wait for its slot is written the moment it gets it.
+// that has to wait for its slot is written the moment it gets it, together with those that
+// fall due within the next millisecond when the limit lets them through at once.
 #include "cli/acquire.hpp"
 #include "cli/commands.hpp"
 #include "cli/exit_status.hpp"
@@ -35,6 +36,11 @@ constexpr int k_exit_reader_gone = 128 + SIGPIPE;
 // An unreadable input or an unwritable output: bad input, as far as the table of exit
 // statuses goes.
 constexpr int k_exit_io = k_exit_usage;
+
+// How much later than its own slot a record may go out, so that records falling due close
+// together share one wake-up where the limit's burst allows it (at 10 000 records/s, one
+// wake-up for 10 records instead of one each).
+constexpr core::Nanos k_batch_latency = 1'000'000;
 
 constexpr int k_input = STDIN_FILENO;
 constexpr int k_output = STDOUT_FILENO;
@@ -70,7 +76,8 @@ public:
   Pipe(PipeGate& gate, const LimitedRequest& request, const GlobalOptions& global, char delimiter,
        core::Nanos timeout)
       : m_gate(gate), m_request(request), m_global(global), m_timeout(timeout),
-        m_reader(k_input, delimiter), m_combine(instant_grants_combine(request.algorithm)) {
+        m_reader(k_input, delimiter), m_combine(instant_grants_combine(request.algorithm)),
+        m_batch_records(m_combine ? batch_records(request) : 1) {
     if (m_gate.shared()) {
       // Held only around each reservation and its sleep: reading and writing end on a
       // signal as in any filter.
@@ -119,11 +126,15 @@ private:
   // Returns -1 to go on, or the exit status.
   int release(std::size_t size, bool more) {
     core::Decision decision;
-    if (int status = take_slot(decision); status >= 0) {
+    std::size_t batched = 0;
+    if (int status = take_slot(decision, more, batched); status >= 0) {
       return status;
     }
     ++m_released;
-    if (more && m_combine && decision.wait == 0) {
+    if (batched > 0) {
+      m_released += batched;
+      size = m_reader.peek(batched + 1).bytes.size();
+    } else if (more && m_combine && decision.wait == 0) {
       size = add_instant_grants(size, decision.remaining / m_request.cost);
     }
     util::WriteResult result = util::write_all(k_output, m_reader.buffered().substr(0, size));
@@ -139,9 +150,11 @@ private:
     return -1;
   }
 
-  // Reserves the next record's slot and sleeps until it, within --timeout. Returns -1 when
-  // the slot has come, with `decision` the grant, or the exit status.
-  int take_slot(core::Decision& decision) {
+  // Reserves the next record's slot and sleeps until it, within --timeout. When it has to
+  // sleep and `more` allows, also reserves slots for the `batched` records after it that
+  // fall due within k_batch_latency, and sleeps until the last of them. Returns -1 when the
+  // slots have come, with `decision` the first record's grant, or the exit status.
+  int take_slot(core::Decision& decision, bool more, std::size_t& batched) {
     std::int64_t started = util::monotonic_nanos();
     for (;;) {
       core::Request request;
@@ -163,23 +176,36 @@ private:
         return m_global.limited_exit_code;
       }
       // A slot later on, or a full leaky-bucket queue that takes requests again then.
+      std::optional<Batch> batch;
+      if (decision.allowed && more) {
+        batch = reserve_batch(decision.wait, request.max_wait);
+      }
+      core::Nanos wait = batch ? std::max(batch->decision.wait, decision.wait) : decision.wait;
+      // Latest first, so that each leaves the key as it was before it.
+      auto give_back = [&] {
+        if (batch) {
+          m_gate.give_back(batch->decision.grant);
+        }
+        if (decision.allowed) {
+          m_gate.give_back(decision.grant);
+        }
+      };
       bool reader_gone = false;
       if (m_signals) {
-        if (int signal = m_signals->sleep_watching(decision.wait, k_output, reader_gone)) {
-          if (decision.allowed) {
-            m_gate.give_back(decision.grant);
-          }
+        if (int signal = m_signals->sleep_watching(wait, k_output, reader_gone)) {
+          give_back();
           return 128 + signal;
         }
       } else {
         // Signals end the process as they would cat; the shell reports 128+N all the same.
-        reader_gone = !util::sleep_unless_reader_gone(k_output, decision.wait);
+        reader_gone = !util::sleep_unless_reader_gone(k_output, wait);
       }
       if (reader_gone) {
-        if (decision.allowed) {
-          m_gate.give_back(decision.grant);
-        }
+        give_back();
         return end_for_reader_gone();
+      }
+      if (batch) {
+        batched = batch->records;
       }
       if (decision.allowed) {
         return -1;
@@ -193,6 +219,44 @@ private:
       return m_timeout;
     }
     return std::max<core::Nanos>(0, m_timeout - (util::monotonic_nanos() - started));
+  }
+
+  // Reserves slots for the complete records buffered after the one whose slot is `first_wait`
+  // away, as many as fall due within k_batch_latency of it, when the limits' bursts allow.
+  // Nothing when the key has none that soon (another process sharing it may have taken them).
+  struct Batch {
+    core::Decision decision;
+    std::size_t records;
+  };
+  std::optional<Batch> reserve_batch(core::Nanos first_wait, core::Nanos max_wait) {
+    if (m_batch_records <= 1) {
+      return std::nullopt;
+    }
+    util::RecordReader::Span span = m_reader.peek(m_batch_records);
+    if (span.records <= 1) {
+      return std::nullopt;
+    }
+    core::Request request;
+    request.cost = static_cast<std::int64_t>(span.records - 1) * m_request.cost;
+    request.reserve = true;
+    request.max_wait = std::min(max_wait, first_wait + k_batch_latency);
+    Batch batch{m_gate.decide(request), span.records - 1};
+    if (!batch.decision.allowed) {
+      return std::nullopt;
+    }
+    return batch;
+  }
+
+  // How many records one wake-up may release: the cost every limit lets through within
+  // k_batch_latency, and holds at once (its burst). 1 when the burst is a single record.
+  static std::size_t batch_records(const LimitedRequest& request) {
+    std::int64_t units = std::numeric_limits<std::int64_t>::max();
+    for (const core::Limit& limit : request.limits) {
+      std::int64_t due =
+          std::max<std::int64_t>(1, k_batch_latency / limit.rate.emission_interval());
+      units = std::min({units, due, limit.capacity(request.algorithm)});
+    }
+    return static_cast<std::size_t>(std::max<std::int64_t>(1, units / request.cost));
   }
 
   // With `units` of cost still free at the instant the record of `size` bytes was granted,
@@ -239,6 +303,7 @@ private:
   // For a shared gate only.
   std::optional<util::InterruptSignals> m_signals;
   bool m_combine;
+  std::size_t m_batch_records;
   std::uint64_t m_released = 0;
 };
 

@@ -100,6 +100,41 @@ test_each_record_is_written_when_released_not_at_exit() {
     test $((${first#* } - started)) -lt 2000
 }
 
+# Runs COMMAND... with its output read as it comes, by a reader started before it, and
+# prints the records per read(2) after the first read.
+records_per_read() {
+  "$PYTHON" -c '
+import os, subprocess, sys
+command = subprocess.Popen(sys.argv[1:], stdout=subprocess.PIPE)
+out = command.stdout.fileno()
+reads = records = 0
+first = True
+while True:
+    chunk = os.read(out, 1 << 20)
+    if not chunk:
+        break
+    if not first:
+        reads += 1
+        records += chunk.count(b"\n")
+    first = False
+command.wait()
+print(round(records / max(reads, 1), 1))' "$@"
+}
+
+test_records_due_within_a_millisecond_share_one_wake_up() {
+  # At 10 000/s a record falls due every 100 µs: with a burst that allows it, the ones due
+  # within a millisecond go out together, in one write, not one write each.
+  seq 2100 >in
+  local per_read
+  per_read=$(records_per_read "$RATELIMIT" pipe -r 10000/s -b 100 <in)
+  expect_true "$per_read records per read at 10 000/s with a burst of 100, expected about 10" \
+    "$PYTHON" -c "import sys; sys.exit(not 4 <= $per_read <= 101)"
+  # Never more than the limit allows: 2100 records, 100 at once, take 0.2 s.
+  time_ms rl pipe -r 10000/s -b 100 <in >out
+  expect_eq "$(seq 2100)" "$(cat out)" "output"
+  expect_true "2100 records at 10 000/s, burst 100, took $ELAPSED ms" test "$ELAPSED" -ge 195
+}
+
 test_several_rates_all_apply() {
   seq 10 >in
   expect_status 1 rl pipe -r 1000/s -r 3/min -t 0 -q <in
