@@ -347,51 +347,52 @@ test_leaky_bucket_five_tries_at_once_admit_one() {
 # --- several limits -----------------------------------------------------------------------
 
 test_several_limits_name_the_binding_limit() {
-  # Token bucket, 5/s and 20/min: cost 5 empties the per-second bucket.
-  expect_status 0 rl try multi -r 5/s -r 20/min -c 5 --json || return
+  # Token bucket, 5/10s and 20/min: cost 5 empties the first bucket (a token every 2 s, so
+  # that slow process starts cannot let one in).
+  expect_status 0 rl try multi -r 5/10s -r 20/min -c 5 --json || return
   expect_eq 5 "$(top_field "$OUT" limit)" "binding limit after the grant"
-  expect_eq 1000 "$(top_field "$OUT" period_ms)" "binding period"
+  expect_eq 10000 "$(top_field "$OUT" period_ms)" "binding period"
   expect_eq 0 "$(top_field "$OUT" remaining)" "remaining"
-  expect_contains "$OUT" '"limits":[{"limit":5,"period_ms":1000,"burst":5,"binding":true,' \
+  expect_contains "$OUT" '"limits":[{"limit":5,"period_ms":10000,"burst":5,"binding":true,' \
     "limits"
   expect_contains "$OUT" '{"limit":20,"period_ms":60000,"burst":20,"binding":false,"remaining":15,'
-  expect_status 1 rl try multi -r 5/s -r 20/min -c 5 --json
+  expect_status 1 rl try multi -r 5/10s -r 20/min -c 5 --json
   expect_eq false "$(top_field "$OUT" allowed)" "allowed"
   expect_eq 5 "$(top_field "$OUT" limit)" "binding limit when the second is refused"
-  expect_contains "$ERR" "(token-bucket 5/s, burst 5)" "denial line"
-  # With bursts of 20 the per-second bucket holds 20 too: now the per-minute limit binds.
-  expect_status 0 rl try multi2 -r 5/s -r 20/min -b 20 -c 20 --json
-  expect_status 1 rl try multi2 -r 5/s -r 20/min -b 20 -c 5 --json || return
+  expect_contains "$ERR" "(token-bucket 5/10s, burst 5)" "denial line"
+  # With bursts of 20 the first bucket holds 20 too: now the per-minute limit binds.
+  expect_status 0 rl try multi2 -r 5/10s -r 20/min -b 20 -c 20 --json
+  expect_status 1 rl try multi2 -r 5/10s -r 20/min -b 20 -c 5 --json || return
   expect_eq 20 "$(top_field "$OUT" limit)" "binding limit"
   expect_eq 60000 "$(top_field "$OUT" period_ms)" "binding period"
   local retry
   retry=$(top_field "$OUT" retry_after_ms)
-  # Five tokens of 20/min take 15 s; of 5/s, 1 s.
+  # Five tokens of 20/min take 15 s; of 5/10s, 10 s.
   expect_true "retry_after_ms $retry, expected about 15000" in_range "$retry" 14000 15000
   expect_contains "$OUT" '"binding":false,"remaining":0,"retry_after_ms":' "limits"
   expect_contains "$ERR" "(token-bucket 20/min, burst 20)" "denial line"
 }
 
 test_several_limits_wait_sleeps_until_all_admit() {
-  # Sliding log, 2/500ms and 3/2s. Two grants fill the first; a wait then takes the third
-  # of 3/2s when 2/500ms admits (about 0.5 s); the next wait needs both and 3/2s binds
-  # until the first grant is 2 s old.
+  # Sliding log, 2/1s and 3/4s. Two grants fill the first; a wait then takes the third
+  # of 3/4s when 2/1s admits (within 1 s); the next wait needs both and 3/4s binds until
+  # the first grant is 4 s old.
   local started elapsed waited
   started=$(now_us)
-  expect_status 0 rl try both -a sliding-log -r 2/500ms -r 3/2s
-  expect_status 0 rl try both -a sliding-log -r 2/500ms -r 3/2s
-  expect_status 1 rl try both -a sliding-log -r 2/500ms -r 3/2s --json
+  expect_status 0 rl try both -a sliding-log -r 2/1s -r 3/4s
+  expect_status 0 rl try both -a sliding-log -r 2/1s -r 3/4s
+  expect_status 1 rl try both -a sliding-log -r 2/1s -r 3/4s --json
   expect_eq 2 "$(top_field "$OUT" limit)" "binding limit while the first is full"
-  expect_status 0 rl wait both -a sliding-log -r 2/500ms -r 3/2s --json || return
+  expect_status 0 rl wait both -a sliding-log -r 2/1s -r 3/4s --json || return
   expect_eq 2 "$(top_field "$OUT" limit)" "binding limit of the first wait"
   waited=$(top_field "$OUT" waited_ms)
-  expect_true "first wait slept $waited ms, expected up to 500" [ "$waited" -le 510 ]
-  expect_status 0 rl wait both -a sliding-log -r 2/500ms -r 3/2s --json || return
+  expect_true "first wait slept $waited ms, expected up to 1000" [ "$waited" -le 1010 ]
+  expect_status 0 rl wait both -a sliding-log -r 2/1s -r 3/4s --json || return
   elapsed=$((($(now_us) - started) / 1000))
   expect_eq 3 "$(top_field "$OUT" limit)" "binding limit of the second wait"
-  expect_eq 2000 "$(top_field "$OUT" period_ms)" "binding period of the second wait"
-  expect_true "the second wait returned after $elapsed ms, before the 3/2s limit admitted" \
-    [ "$elapsed" -ge 2000 ]
+  expect_eq 4000 "$(top_field "$OUT" period_ms)" "binding period of the second wait"
+  expect_true "the second wait returned after $elapsed ms, before the 3/4s limit admitted" \
+    [ "$elapsed" -ge 4000 ]
 }
 
 # --- an interrupted wait gives back ------------------------------------------------------

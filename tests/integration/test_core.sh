@@ -4,11 +4,12 @@
 . "$(dirname "$0")/lib.sh"
 
 test_try_grants_then_limits() {
-  expect_status 0 rl try api -r 2/s
-  expect_status 0 rl try api -r 2/s
-  expect_status 1 rl try api -r 2/s
+  # A slot every 5 s, so that slow process starts cannot let a new token in.
+  expect_status 0 rl try api -r 2/10s
+  expect_status 0 rl try api -r 2/10s
+  expect_status 1 rl try api -r 2/10s
   expect_one_line
-  expect_contains "$ERR" 'ratelimit: "api" limited (token-bucket 2/s, burst 2); next slot in 0.'
+  expect_contains "$ERR" 'ratelimit: "api" limited (token-bucket 2/10s, burst 2); next slot in 4.'
 }
 
 test_limited_exit_code_and_quiet() {
@@ -280,24 +281,24 @@ os.execv(sys.argv[1], sys.argv[1:])' "$RATELIMIT" "$@" &
 # SIGNAL to a `wait` (or with COMMAND run, to a `run` waiting to run it).
 interrupted_wait_returns_its_slot() {
   local signal=$1 expected_status=$2 command=${3:-wait}
-  rl try s -r 1/s -b 1
+  rl try s -r 1/3s -b 1
   if [ "$command" = run ]; then
-    start_waiter run s -r 1/s -b 1 -- touch ran
+    start_waiter run s -r 1/3s -b 1 -- touch ran
   else
-    start_waiter wait s -r 1/s -b 1
+    start_waiter wait s -r 1/3s -b 1
   fi
-  sleep 0.3
-  # Queued behind the waiter, the next free slot is about 1.7 s away.
-  expect_status 1 rl --json try s -r 1/s -b 1
+  wait_for_reservation s 3000
+  # Queued behind the waiter, the next free slot is more than 3 s away.
+  expect_status 1 rl --json try s -r 1/3s -b 1
   local before after
   before=$(json_field "$OUT" retry_after_ms)
   kill -s "$signal" $WAITER
   wait $WAITER
   expect_eq "$expected_status" "$?" "status of the interrupted wait"
-  expect_status 1 rl --json try s -r 1/s -b 1
+  expect_status 1 rl --json try s -r 1/3s -b 1
   after=$(json_field "$OUT" retry_after_ms)
-  expect_true "before: $before ms > 1000" test "$before" -gt 1000
-  expect_true "after: $after ms < 1000" test "$after" -lt 1000
+  expect_true "before: $before ms > 3000" test "$before" -gt 3000
+  expect_true "after: $after ms < 3000" test "$after" -lt 3000
   expect_true "the interrupted run ran its command" test ! -e ran
 }
 

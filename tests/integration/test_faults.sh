@@ -187,33 +187,34 @@ test_kill_9_storm_sliding_log() { kill_storm sliding-log 3 500 3 2; }
 # test_core), gives it back.
 waiter_killed_in_its_sleep() {
   local signal=$1 status=$2
-  rl try s -r 1/s -b 1
-  "$RATELIMIT" wait s -r 1/s -b 1 &
+  rl try s -r 1/3s -b 1
+  "$RATELIMIT" wait s -r 1/3s -b 1 &
   local waiter=$!
-  sleep 0.3
-  expect_status 1 rl --json try s -r 1/s -b 1
+  # A slot every 3 s, so that slow process starts cannot bring the waiter's slot.
+  wait_for_reservation s 3000
+  expect_status 1 rl --json try s -r 1/3s -b 1
   local before
   before=$(json_field "$OUT" retry_after_ms)
   kill -s "$signal" $waiter
   { wait $waiter; } 2>/dev/null
   expect_eq "$status" "$?" "status of the waiter killed by SIG$signal"
-  expect_status 1 rl --json try s -r 1/s -b 1
+  expect_status 1 rl --json try s -r 1/3s -b 1
   after=$(json_field "$OUT" retry_after_ms)
-  expect_true "before: next slot in $before ms, behind the waiter" test "$before" -gt 1000
+  expect_true "before: next slot in $before ms, behind the waiter" test "$before" -gt 3000
 }
 
 test_sigkill_in_the_sleep_leaves_the_slot_taken() {
   local after
   waiter_killed_in_its_sleep KILL 137
   expect_true "after SIGKILL: next slot in $after ms, still behind the dead waiter" \
-    test "$after" -gt 1000
+    test "$after" -gt 3000
 }
 
 test_sighup_in_the_sleep_gives_the_slot_back() {
   local after
   waiter_killed_in_its_sleep HUP 129
   expect_true "after SIGHUP: next slot in $after ms, the waiter's slot is free" \
-    test "$after" -lt 1000
+    test "$after" -lt 3000
 }
 
 # --- a full disk ----------------------------------------------------------------------
