@@ -80,8 +80,9 @@ paced_row() {
 
 echo
 echo "pipe pacing: $paced_rate records/s for $paced_seconds s, from an endless producer"
-echo "  (a burst of 1 allows no catching up: each wake-up's lateness is lost rate;"
-echo "   a burst of 100, 10 ms of credit, lets late wake-ups catch up)"
+echo "  (a burst of 1 allows no catching up: each wake-up's lateness is lost rate, and each"
+echo "   record has a wake-up of its own; a larger burst lets late wake-ups catch up, and"
+echo "   the records due within a millisecond share one wake-up)"
 paced_row "ratelimit pipe -r $paced_rate/s -b 1" -r "$paced_rate/s" -b 1
 paced_row "ratelimit pipe -r $paced_rate/s -b 100" -r "$paced_rate/s" -b 100
 paced_row "ratelimit pipe -r $paced_rate/s -a leaky-bucket" -r "$paced_rate/s" -a leaky-bucket
