@@ -221,13 +221,15 @@ private:
     return std::max<core::Nanos>(0, m_timeout - (util::monotonic_nanos() - started));
   }
 
-  // Reserves slots for the complete records buffered after the one whose slot is `first_wait`
-  // away, as many as fall due within k_batch_latency of it, when the limits' bursts allow.
-  // Nothing when the key has none that soon (another process sharing it may have taken them).
+  // Slots reserved together for the records after a waiting one.
   struct Batch {
     core::Decision decision;
     std::size_t records;
   };
+
+  // Reserves slots for the complete records buffered after the one whose slot is `first_wait`
+  // away, as many as fall due within k_batch_latency of it, when the limits' bursts allow.
+  // Nothing when the key has none that soon (another process sharing it may have taken them).
   std::optional<Batch> reserve_batch(core::Nanos first_wait, core::Nanos max_wait) {
     if (m_batch_records <= 1) {
       return std::nullopt;
