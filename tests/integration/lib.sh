@@ -197,6 +197,12 @@ now_us() {
 
 # A top-level JSON field's scalar value from a one-line object (numbers, booleans, simple
 # strings): the first occurrence, which precedes any nested "limits" array.
+json_field() {
+  local json=$1 field=$2
+  printf '%s\n' "$json" | sed -n "s/^[^{]*{\"$field\":\(\"[^\"]*\"\|[^,}]*\).*/\1/p;
+    s/^[^{]*{[^[]*[,{]\"$field\":\(\"[^\"]*\"\|[^,}]*\).*/\1/p" | head -n 1
+}
+
 # Waits (up to 5 s) until KEY's next free slot is more than MS milliseconds away, as it is
 # once a waiter started in the background has reserved its slot. Consumes nothing.
 wait_for_reservation() {
@@ -206,12 +212,6 @@ wait_for_reservation() {
     sleep 0.1
     tries=$((tries + 1))
   done
-}
-
-json_field() {
-  local json=$1 field=$2
-  printf '%s\n' "$json" | sed -n "s/^[^{]*{\"$field\":\(\"[^\"]*\"\|[^,}]*\).*/\1/p;
-    s/^[^{]*{[^[]*[,{]\"$field\":\(\"[^\"]*\"\|[^,}]*\).*/\1/p" | head -n 1
 }
 
 run_suite() {
