@@ -18,6 +18,8 @@ BENCH_EXEC = os.path.join(WORK, "bench_exec")
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))
 PER_ROUND = int(os.environ.get("BENCH_PER_ROUND", "100"))
 FAST = "1000000/s"  # every call is granted: the write path
+LOCALE_FLOOR = "C++ program building the standard locale"
+CLI11_FLOOR = "C++ program parsing the same options with CLI11"
 
 
 def samples(command, count=None, procs=1, seconds=None):
@@ -75,6 +77,8 @@ def sequential():
     state = os.path.join(WORK, "bucket.state")
     contenders = {
         "empty C program (process start)": [os.path.join(WORK, "empty")],
+        LOCALE_FLOOR: [os.path.join(WORK, "cxx_locale")],
+        CLI11_FLOOR: [os.path.join(WORK, "cli11_floor"), "--db", db_tool, "try", "k", "-r", FAST],
         "C baseline: SQLite transaction, all tricks": [os.path.join(WORK, "baseline"), db_base, "k", "1000000", "1"],
         "ratelimit try": [RATELIMIT, "--db", db_tool, "try", "k", "-r", FAST],
         "bash + flock(1) token bucket": ["bash", os.path.join(HERE, "peer_flock_bucket.sh"), state, "1000000", "1"],
@@ -103,6 +107,13 @@ def sequential():
         errors = sum(1 for _, status in values if status not in (0, 1))
         row(name, ms(percentile(times, 0.5)), ms(percentile(times, 0.99)),
             f"{percentile(times, 0.5) / base:.2f}×", errors)
+    # What ratelimit costs beyond the C baseline, against what a C++ program pays before any
+    # work: libstdc++'s locale (which CLI11 builds) and CLI11 setting up and parsing options.
+    median = {name: percentile([ns for ns, _ in values], 0.5) for name, values in results.items()}
+    empty = median["empty C program (process start)"]
+    print(f"\nratelimit try − C baseline: {ms(median['ratelimit try'] - base)}. "
+          f"C++ with CLI11 − empty C program: {ms(median[CLI11_FLOOR] - empty)}, "
+          f"of which the locale: {ms(median[LOCALE_FLOOR] - empty)}.")
 
 
 def contended():
