@@ -1,7 +1,8 @@
 """The decision benchmarks: run by tests/bench/run, which builds the C programs first.
 
 Every figure is compared with a baseline measured in the same run, contenders alternating
-round by round, because absolute figures on this kind of machine vary by 30 %.
+round by round (many short rounds, so that a slow spell of the machine falls on all of
+them), because absolute figures on this kind of machine vary by 30 %.
 """
 import os
 import shutil
@@ -15,8 +16,8 @@ import time
 
 RATELIMIT, WORK, HERE = sys.argv[1], sys.argv[2], sys.argv[3]
 BENCH_EXEC = os.path.join(WORK, "bench_exec")
-ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))
-PER_ROUND = int(os.environ.get("BENCH_PER_ROUND", "100"))
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "20"))
+PER_ROUND = int(os.environ.get("BENCH_PER_ROUND", "50"))
 FAST = "1000000/s"  # every call is granted: the write path
 LOCALE_FLOOR = "C++ program building the standard locale"
 CLI11_FLOOR = "C++ program parsing the same options with CLI11"
