@@ -1,4 +1,4 @@
-"""The decision benchmarks: run by tests/bench/run, which builds the C programs first.
+"""The decision benchmarks: run by tests/bench/run, which builds the C and C++ programs first.
 
 Every figure is compared with a baseline measured in the same run, contenders alternating
 round by round (many short rounds, so that a slow spell of the machine falls on all of
