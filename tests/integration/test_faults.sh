@@ -187,10 +187,10 @@ test_kill_9_storm_sliding_log() { kill_storm sliding-log 3 500 3 2; }
 # test_core), gives it back.
 waiter_killed_in_its_sleep() {
   local signal=$1 status=$2
+  # A slot every 3 s, so that slow process starts cannot bring the waiter's slot.
   rl try s -r 1/3s -b 1
   "$RATELIMIT" wait s -r 1/3s -b 1 &
   local waiter=$!
-  # A slot every 3 s, so that slow process starts cannot bring the waiter's slot.
   wait_for_reservation s 3000
   expect_status 1 rl --json try s -r 1/3s -b 1
   local before
