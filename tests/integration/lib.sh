@@ -203,12 +203,18 @@ json_field() {
     s/^[^{]*{[^[]*[,{]\"$field\":\(\"[^\"]*\"\|[^,}]*\).*/\1/p" | head -n 1
 }
 
-# Waits (up to 5 s) until KEY's next free slot is more than MS milliseconds away, as it is
-# once a waiter started in the background has reserved its slot. Consumes nothing.
+# Waits (up to 10 s) until KEY's next free slot is more than MS milliseconds away, as it is
+# once a waiter started in the background has reserved its slot. Consumes nothing. Fails
+# the test when the reservation does not come.
 wait_for_reservation() {
-  local key=$1 ms=$2 tries=0
-  until [ "$(json_field "$("$RATELIMIT" --json status "$key")" retry_after_ms)" -gt "$ms" ] ||
-    [ $tries = 50 ]; do
+  local key=$1 ms=$2 tries=0 retry
+  while :; do
+    retry=$(json_field "$("$RATELIMIT" --json status "$key")" retry_after_ms)
+    [ "${retry:-0}" -gt "$ms" ] && return 0
+    if [ $tries = 100 ]; then
+      fail "no reservation on \"$key\" after 10 s: its next slot is ${retry:-?} ms away"
+      return 1
+    fi
     sleep 0.1
     tries=$((tries + 1))
   done

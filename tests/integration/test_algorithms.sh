@@ -72,8 +72,11 @@ hammer_worker() {
 }
 
 # The bounds, checked on the grants' intervals. A violation is reported only when it is
-# certain whatever the true times inside the intervals: every interval counted must lie
-# entirely inside the window judged, and the bound is the algorithm's at its loosest.
+# certain whatever the true times inside the intervals, and the bound is the algorithm's at
+# its loosest. What is judged: for the windows, every grant (one that straddles a boundary
+# in whichever window fits best); for the sliding log, the grants whose intervals all lie
+# within one period; for the buckets, the grants whose intervals lie within [s, u], for
+# every s and u.
 #   check_bounds ALGORITHM N/PERIOD_MS/BURST... < "LO HI COST" lines (microseconds)
 CHECKER=$(
   cat <<'EOF'
@@ -116,12 +119,24 @@ for count, period_ms, burst in limits:
         for i, (lo, _, _) in enumerate(grants):
             judge(name, inside_from(i, lo + period), count, f"within one period from {lo}")
     elif algorithm in ("fixed-window", "sliding-window"):
-        windows = {}
+        # Every calendar window holds at most COUNT (the sliding window counts its current
+        # window in full). A grant whose interval straddles a boundary is in one of the two
+        # windows: the bound fails for certain when no choice of windows for those keeps
+        # every window within COUNT, and putting as many as fit in the earlier window is
+        # the best choice. Only an interval longer than a period is not judged.
+        inside, straddling = {}, {}
         for lo, hi, cost in grants:
-            if lo // period == hi // period:
-                windows[lo // period] = windows.get(lo // period, 0) + cost
-        for window, total in windows.items():
-            judge(name, total, count, f"in the window at {window * period}")
+            first, last = lo // period, hi // period
+            if first == last:
+                inside[first] = inside.get(first, 0) + cost
+            elif last == first + 1:
+                straddling[first] = straddling.get(first, 0) + cost
+        windows = sorted(set(inside) | {w + 1 for w in straddling})
+        carried = 0
+        for window in range(windows[0], windows[-1] + 1) if windows else []:
+            load = inside.get(window, 0) + carried
+            judge(name, load, count, f"in the window at {window * period}")
+            carried = max(0, straddling.get(window, 0) - max(0, count - load))
     else:
         # In [s, u]: a token bucket grants at most burst + (u - s) / interval; a leaky
         # bucket at most (u - s) / interval plus the cost of the last grant.
@@ -234,6 +249,17 @@ test_hammer_checker_catches_over_admission() {
   expect_true "sliding-window 2/s accepted 3 in one window" \
     fails check sliding-window 2/1000/2 <lines
   expect_true "sliding-log 3/s refused 3 in a second" check sliding-log 3/1000/3 <lines
+  # Grants across a boundary count in one window or the other: 2 in each window of 2/s,
+  # and one more that is in one of them.
+  local second=1700000001000000
+  printf '%s\n' "$base $((base + 10)) 1" "$((base + 10)) $((base + 20)) 1" \
+    "$((second - 10)) $((second + 10)) 1" \
+    "$((second + 100)) $((second + 110)) 1" "$((second + 200)) $((second + 210)) 1" >across
+  expect_true "fixed-window 2/s accepted 5 in two windows" \
+    fails check fixed-window 2/1000/2 <across
+  expect_true "sliding-window 2/s accepted 5 in two windows" \
+    fails check sliding-window 2/1000/2 <across
+  expect_true "fixed-window 3/s refused 5 in two windows" check fixed-window 3/1000/3 <across
   # Intervals too wide to be sure of anything are not counted.
   printf '%s\n' "$base $((base + 1000000)) 1" "$base $((base + 1000000)) 1" \
     "$base $((base + 1000000)) 1" >wide

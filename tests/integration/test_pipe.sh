@@ -77,9 +77,9 @@ test_records_are_paced() {
   expect_eq "$(seq 8)" "$(cat out)" "output"
   expect_true "8 records at 10/s took $ELAPSED ms, expected about 700" \
     test "$ELAPSED" -ge 650 -a "$ELAPSED" -lt 3000
-  # The burst goes at once: 8 records with a burst of 8.
-  time_ms rl pipe -r 10/s <in >out
-  expect_true "a burst of 8 took $ELAPSED ms" test "$ELAPSED" -lt 500
+  # The burst goes at once: 8 records with a burst of 8 (paced, they would take 3.5 s).
+  time_ms rl pipe -r 8/4s <in >out
+  expect_true "a burst of 8 took $ELAPSED ms" test "$ELAPSED" -lt 2000
 }
 
 test_each_record_is_written_when_released_not_at_exit() {
@@ -207,16 +207,13 @@ test_pipe_without_key_opens_no_database() {
 
 test_keyed_pipe_sleeps_without_holding_the_lock() {
   on_store sqlite || return 0
-  # 4 records at 2/s, burst 1: the pipe sleeps 1.5 s in all, between short decisions.
+  # 4 records at 2/s, burst 1: the pipe sleeps 1.5 s in all, between short decisions. A
+  # pipe that held the lock through its 0.5 s sleeps would make these decisions time out.
   seq 4 | rl pipe k -r 2/s -b 1 >out &
-  local pipe=$! i started elapsed
+  local pipe=$! i
   sleep 0.2
   for i in 1 2 3 4 5; do
-    started=$(now_ms)
-    expect_status 0 rl --lock-timeout 0.3s try "other-$i" -r 1/s || break
-    elapsed=$(($(now_ms) - started))
-    expect_true "a decision on another key took $elapsed ms while the pipe slept" \
-      [ "$elapsed" -lt 250 ] || break
+    expect_status 0 rl --lock-timeout 0.2s try "other-$i" -r 1/s || break
     sleep 0.2
   done
   wait $pipe
@@ -295,7 +292,8 @@ interrupted_pipe_returns_its_slot() {
     sleep 0.05
     tries=$((tries + 1))
   done
-  sleep 0.3
+  # The third record's slot is reserved: the next one is more than a minute away.
+  wait_for_reservation k 60000
   kill -s "$signal" $PIPER
   wait $PIPER
   expect_eq "$expected_status" "$?" "status of the interrupted pipe"

@@ -1,50 +1,12 @@
 #!/usr/bin/env bash
-# The Redis store through the binary: exit statuses, JSON, concurrency, signals, errors,
-# key names and expiry. Runs against a redis-server of its own (lib.sh).
+# What only the Redis store has: the server's clock, connection errors and timeouts, URLs,
+# passwords, key names, expiry, damaged values. Runs against a redis-server of its own
+# (lib.sh). Exit statuses, JSON, signals, concurrency and the algorithms on Redis are tested
+# by the suites that run once per store (test_core.redis, test_algorithms.redis, ...).
 RATELIMIT_TEST_STORE=redis
 . "$(dirname "$0")/lib.sh"
 
 SOURCE_DIR=$(cd "${3:-$SUITE_DIR/../..}" && pwd)
-
-test_try_wait_run_exit_statuses() {
-  expect_status 0 rl try k -r 2/10s
-  expect_status 0 rl try k -r 2/10s
-  expect_status 1 rl try k -r 2/10s
-  expect_one_line
-  expect_contains "$ERR" 'ratelimit: "k" limited (token-bucket 2/10s, burst 2); next slot in'
-  expect_status 1 rl wait k -r 2/10s -t 1s
-  expect_status 1 rl run k -r 2/10s --no-wait -- true
-  expect_status 0 rl run other -r 2/10s -- true
-  expect_status 7 rl run other -r 2/10s -- sh -c 'exit 7'
-  expect_status 5 rl -E 5 -q try k -r 2/10s
-  expect_eq "" "$ERR" "stderr with -q"
-}
-
-test_json_matches_the_decision() {
-  expect_status 0 rl --json try k -r 3/1s -a sliding-window
-  expect_eq true "$(json_field "$OUT" allowed)" allowed
-  expect_eq 2 "$(json_field "$OUT" remaining)" remaining
-  expect_eq '"sliding-window"' "$(json_field "$OUT" algorithm)" algorithm
-  expect_eq 1000 "$(json_field "$OUT" period_ms)" period_ms
-  rl try k -r 3/1s -a sliding-window && rl try k -r 3/1s -a sliding-window
-  expect_status 1 rl --json -q try k -r 3/1s -a sliding-window
-  expect_eq false "$(json_field "$OUT" allowed)" allowed
-  local retry
-  retry=$(json_field "$OUT" retry_after_ms)
-  # When the three grants fall early in one window, the next request must wait for the
-  # following window to weigh them down to 2: up to a period and a third (1333 ms).
-  expect_true "retry_after_ms $retry in (0, 1334]" test "$retry" -gt 0 -a "$retry" -le 1334
-}
-
-test_several_limits_all_or_nothing() {
-  expect_status 0 rl --json try k -r 2/s -r 3/min
-  expect_contains "$OUT" '"limits":['
-  rl try k -r 2/s -r 3/min
-  sleep 1.1
-  expect_status 0 rl try k -r 2/s -r 3/min
-  expect_status 1 rl --json try k -r 2/s -r 3/min
-  expect_eq 60000 "$(json_field "$OUT" period_ms)" "binding limit"
-}
 
 # 8 processes trying at once on one key never admit more than the limit allows.
 test_eight_processes_never_over_admit() {
@@ -64,35 +26,6 @@ test_eight_processes_never_over_admit() {
     expect_eq "$expected" "$granted" "$algorithm grants from 80 tries by 8 processes"
     rm -f out.*
   done
-}
-
-# Reservations by 8 processes are spaced by the rate: 16 grants at 10/s, burst 1, take at
-# least 1.5 s.
-test_eight_waiting_processes_are_spaced() {
-  local started elapsed
-  started=$(now_ms)
-  for job in 1 2 3 4 5 6 7 8; do
-    (rl wait spaced -r 10/s -b 1 && rl wait spaced -r 10/s -b 1) &
-  done
-  wait
-  elapsed=$(($(now_ms) - started))
-  expect_true "16 grants at 10/s took $elapsed ms, expected at least 1400" test "$elapsed" -ge 1400
-}
-
-test_sigterm_during_wait_gives_back() {
-  expect_status 0 rl try k -r 1/2s
-  # The binary itself in the background, not the rl function's subshell.
-  "$RATELIMIT" wait k -r 1/2s &
-  local waiter=$!
-  sleep 0.3
-  kill -TERM "$waiter"
-  wait "$waiter"
-  expect_eq 143 $? "waiter status"
-  # Given back: the next slot is the one the waiter had, not the one after it.
-  expect_status 1 rl --json -q try k -r 1/2s
-  local retry
-  retry=$(json_field "$OUT" retry_after_ms)
-  expect_true "retry_after_ms $retry below 2000" test "$retry" -lt 2000
 }
 
 test_the_clock_is_the_servers() {
