@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# `cmake --install` lays the binary, the man page and the three completions where each
-# tool looks for them.
+# `cmake --install` lays the binary, the man page (compressed) and the three completions
+# where each tool looks for them.
 . "$(dirname "$0")/lib.sh"
 
 BUILD_DIR=$(cd "${2:-$(dirname "$RATELIMIT")}" && pwd)
@@ -21,11 +21,12 @@ test_install_lays_every_file() {
       fail "$installed differs from $source"
     fi
   done <<'FILES'
-share/man/man1/ratelimit.1 man/ratelimit.1
 share/bash-completion/completions/ratelimit completions/ratelimit.bash
 share/zsh/site-functions/_ratelimit completions/_ratelimit
 share/fish/vendor_completions.d/ratelimit.fish completions/ratelimit.fish
 FILES
+  expect_true "the man page is compressed and the same as man/ratelimit.1" \
+    cmp -s <(gzip -dc "$PREFIX/share/man/man1/ratelimit.1.gz") "$SOURCE_DIR/man/ratelimit.1"
   expect_status 0 "$PREFIX/bin/ratelimit" --version
   expect_contains "$OUT" "ratelimit "
 }
@@ -50,7 +51,7 @@ test_each_tool_finds_the_installed_files() {
   # man: the man1 directory under $MANPATH.
   if command -v man >/dev/null; then
     expect_status 0 env MANPATH="$PREFIX/share/man" man -w ratelimit
-    expect_eq "$PREFIX/share/man/man1/ratelimit.1" "$OUT" "man -w"
+    expect_eq "$PREFIX/share/man/man1/ratelimit.1.gz" "$OUT" "man -w"
   fi
 }
 
