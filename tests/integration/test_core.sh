@@ -324,7 +324,7 @@ test_run_exit_statuses_for_a_command_that_cannot_run() {
   expect_contains "$ERR" 'cannot run "./no-such-command"'
   printf 'echo hi\n' >not-executable
   expect_status 126 rl run job -r 10/s -- ./not-executable
-  expect_status 2 rl run job -r 10/s
+  expect_status 125 rl run job -r 10/s
   expect_contains "$ERR" "no command to run"
 }
 
