@@ -35,8 +35,9 @@ namespace {
 // What a closed reader ends `pipe` with: death by SIGPIPE, as cat and every other filter,
 // which shells report as status 141 and print nothing for.
 constexpr int k_exit_reader_gone = 128 + SIGPIPE;
-// An unreadable input or an unwritable output.
-constexpr int k_exit_io = k_exit_output;
+// An input that cannot be read (a directory, say): bad input, as far as the table of exit
+// statuses goes. An output that cannot be written is k_exit_output.
+constexpr int k_exit_bad_input = k_exit_usage;
 
 // How much later than its own slot a record may go out, so that records falling due close
 // together share one wake-up where the limit's burst allows it (at 10 000 records/s, one
@@ -102,8 +103,8 @@ public:
         }
         if (m_reader.error() != 0) {
           util::write_stderr(fmt::format("ratelimit: pipe: cannot read standard input: {}\n",
-                                         util::describe_errno(m_reader.error())));
-          return k_exit_io;
+                                         std::strerror(m_reader.error())));
+          return k_exit_bad_input;
         }
         // A last record without a delimiter passes through as it is.
         std::string_view rest = m_reader.rest();
@@ -145,7 +146,7 @@ private:
     if (result == util::WriteResult::failed) {
       util::write_stderr(fmt::format("ratelimit: pipe: cannot write standard output: {}\n",
                                      util::describe_errno(errno)));
-      return k_exit_io;
+      return k_exit_output;
     }
     m_reader.consume(size);
     return -1;
@@ -345,8 +346,8 @@ CommandRun setup_pipe(CLI::App& app, const GlobalOptions& global) {
       "Without KEY the limit is this process's own; with KEY every record takes a slot of the "
       "shared key.\n"
       "Exit status: 0 at the end of the input; 1 (-E) when a record gets no slot within "
-      "--timeout; 141, killed by SIGPIPE like cat, when the reader goes away; 128+N on "
-      "signal N during a wait.\n"
+      "--timeout; 4 when stdout cannot be written; 141, killed by SIGPIPE like "
+      "cat, when the reader goes away; 128+N on signal N during a wait.\n"
       "Example: producer | ratelimit pipe -r 5/s | xargs -n1 curl -sO");
   add_limit_options(*command, options->limit, /*key_required=*/false);
   command->add_flag("-0,--null", options->null,

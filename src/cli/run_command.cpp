@@ -71,7 +71,11 @@ int run_run(const RunOptions& options, const GlobalOptions& global) {
 CommandRun setup_run(CLI::App& app, const GlobalOptions& global) {
   auto options = std::make_shared<RunOptions>();
   CLI::App* command = app.add_subcommand("run", "Wait for a slot, then execute COMMAND (no shell)");
-  command->footer("Example: ratelimit run api -r 5/s -- curl -sO https://api.example.com/");
+  command->footer(
+      "Options end at the first word after KEY that is not one: COMMAND, with or without --.\n"
+      "Exit status: COMMAND's; 1 (-E) when limited; 125 for ratelimit's own failures (usage, "
+      "store, output); 126 if COMMAND cannot be executed, 127 if it is not found.\n"
+      "Example: ratelimit run api -r 5/s -- curl -sO https://api.example.com/");
   add_limit_options(*command, options->limit);
   command
       ->add_option("-t,--timeout", options->timeout,
