@@ -3,8 +3,10 @@
 #include "util/fd_io.hpp"
 
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <fcntl.h>
+#include <pthread.h>
 #include <unistd.h>
 
 namespace ratelimit::util {
@@ -35,8 +37,21 @@ bool open_standard_descriptors() {
 }
 
 void write_stderr(std::string_view text) {
-  // Whatever went wrong, there is nowhere left to say it.
-  static_cast<void>(write_all(STDERR_FILENO, text));
+  // A pipe whose reader has gone would end the process with SIGPIPE, and its status would
+  // no longer tell the decision: the message is lost, nothing more. (Standard output keeps
+  // SIGPIPE, as every filter does: `ratelimit status | head` ends quietly.)
+  sigset_t sigpipe;
+  sigset_t previous;
+  sigemptyset(&sigpipe);
+  sigaddset(&sigpipe, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &sigpipe, &previous);
+  if (write_all(STDERR_FILENO, text) == WriteResult::reader_gone) {
+    // Taken while still blocked, so that it is never delivered.
+    timespec now{};
+    sigtimedwait(&sigpipe, nullptr, &now);
+  }
+  // Whatever else went wrong, there is nowhere left to say it.
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
 }
 
 void write_stdout(std::string_view text) {

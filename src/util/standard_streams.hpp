@@ -11,8 +11,9 @@ namespace ratelimit::util {
 // opened.
 bool open_standard_descriptors();
 
-// Writes `text` on standard error, unbuffered. A failure (a closed or full stream) is
-// ignored: a diagnostic that cannot be shown must not change what the program does.
+// Writes `text` on standard error, unbuffered. A failure (a closed or full stream, a pipe
+// without a reader: no SIGPIPE) is ignored: a diagnostic that cannot be shown must not
+// change what the program does.
 void write_stderr(std::string_view text);
 
 // Writes `text` on standard output, through stdio's buffer (CLI11's help and exec(3) use

@@ -75,6 +75,15 @@ test_a_full_stderr_does_not_abort() {
   expect_eq 2 $? "a usage error with stderr full"
 }
 
+test_a_stderr_pipe_without_reader_does_not_change_the_status() {
+  expect_status 0 rl try d -r 1/min || return
+  # The reader (true) is gone by the time the denial is written: SIGPIPE would make it 141.
+  { sleep 0.5; rl try d -r 1/min 2>&1 >/dev/null; echo $? >status; } | true
+  expect_eq 1 "$(cat status)" "a denial whose message has no reader"
+  { sleep 0.5; rl try k -r 1/min 2>&1 >/dev/null; echo $? >status; } | true
+  expect_eq 0 "$(cat status)" "a grant with stderr's reader gone"
+}
+
 # expect_output_error STATUS ARGS...: STATUS, one line on stderr naming standard output.
 expect_output_error() {
   local expected=$1
