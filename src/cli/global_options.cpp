@@ -93,12 +93,19 @@ DatabaseLocation locate_database(const GlobalOptions& options) {
 // specification asks, in parents made as the umask says; never the home directory.
 void make_state_directory(const DatabaseLocation& location) {
   struct stat info {};
-  if (!location.home.empty() &&
-      (::stat(location.home.c_str(), &info) != 0 || !S_ISDIR(info.st_mode))) {
-    throw store::StoreError(fmt::format(
-        "cannot create the database in the home directory \"{}\": it does not exist; give "
-        "--db PATH or set RATELIMIT_DB",
-        location.home));
+  if (!location.home.empty()) {
+    const char* problem = nullptr;
+    if (::stat(location.home.c_str(), &info) != 0) {
+      problem = errno == ENOENT ? "it does not exist" : "it cannot be read";
+    } else if (!S_ISDIR(info.st_mode)) {
+      problem = "it is not a directory";
+    }
+    if (problem != nullptr) {
+      throw store::StoreError(
+          fmt::format("cannot create the database in the home directory \"{}\": {}; give --db "
+                      "PATH or set RATELIMIT_DB",
+                      location.home, problem));
+    }
   }
   try {
     util::make_directories(location.state_directory, 0700);
