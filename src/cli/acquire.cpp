@@ -5,6 +5,7 @@
 #include "cli/usage_error.hpp"
 #include "util/clock.hpp"
 #include "util/json.hpp"
+#include "util/standard_streams.hpp"
 
 #include <cstdio>
 #include <fmt/format.h>
@@ -68,9 +69,8 @@ bool fail_open(const GlobalOptions& global, const store::StoreError& error) {
       c = ' ';
     }
   }
-  fmt::print(stderr,
-             "ratelimit: warning: {}; going on without the store (--on-store-error=allow)\n",
-             message);
+  util::write_stderr(fmt::format(
+      "ratelimit: warning: {}; going on without the store (--on-store-error=allow)\n", message));
   return true;
 }
 
@@ -92,8 +92,8 @@ Acquired acquire_from_store(const GlobalOptions& global, util::InterruptSignals&
   if (global.json) {
     util::JsonObject object;
     object.field("key", request.key).field("allowed", true).field("store_error", failure);
-    fmt::print("{}\n", object.str());
-    std::fflush(stdout);
+    util::write_stdout(object.str() + "\n");
+    util::flush_stdout();
   }
   return acquired;
 }

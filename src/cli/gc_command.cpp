@@ -4,6 +4,7 @@
 #include "store/store.hpp"
 #include "util/json.hpp"
 #include "util/key_text.hpp"
+#include "util/standard_streams.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -18,8 +19,11 @@ struct GcOptions {
 };
 
 int run_gc(const GcOptions& options, const GlobalOptions& global) {
-  auto store = open_store(global);
-  std::vector<std::string> removed = store->collect_garbage();
+  auto store = open_existing_store(global);
+  std::vector<std::string> removed;
+  if (store) {
+    removed = store->collect_garbage();
+  }
   if (global.json) {
     std::string keys = "[";
     for (std::size_t i = 0; i < removed.size(); ++i) {
@@ -28,14 +32,14 @@ int run_gc(const GcOptions& options, const GlobalOptions& global) {
     util::JsonObject object;
     object.field("removed", static_cast<std::int64_t>(removed.size()))
         .raw_field("keys", keys + "]");
-    fmt::print("{}\n", object.str());
+    util::write_stdout(object.str() + "\n");
   } else if (options.verbose) {
     // A report of what was done, like the messages: standard output stays for --json.
     std::string out;
     for (const std::string& key : removed) {
       out += fmt::format("ratelimit: removed {}\n", util::printable_key(key));
     }
-    fmt::print(stderr, "{}", out);
+    util::write_stderr(out);
   }
   return k_exit_granted;
 }

@@ -5,15 +5,25 @@
 #include "store/redis_store.hpp"
 #include "store/sqlite_store.hpp"
 #include "store/store_url.hpp"
+#include "util/paths.hpp"
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstdlib>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace ratelimit::cli {
 
 void add_global_options(CLI::App& app, GlobalOptions& options) {
   app.add_option("--db", options.db, "SQLite database shared by all invocations")
-      ->option_text("PATH");
+      ->option_text("PATH")
+      ->check(CLI::Validator(
+          [](const std::string& value) {
+            return value.empty() ? "an empty path names no file" : std::string();
+          },
+          "PATH"));
   app.add_flag("--json", options.json, "Print one JSON object per decision on stdout");
   app.add_flag("-q,--quiet", options.quiet, "Print nothing on a denial");
   app.add_option("--on-store-error", options.on_store_error,
@@ -48,25 +58,87 @@ void add_global_options(CLI::App& app, GlobalOptions& options) {
       ->option_text("DURATION");
 }
 
-std::string database_path(const GlobalOptions& options) {
+namespace {
+
+// Where the database is: a path given, or the default one, in a directory of ours.
+struct DatabaseLocation {
+  std::string path;
+  // For the default path: the state directory of ours it is in, and the home directory
+  // that directory is in when not $XDG_STATE_HOME's (it is never created).
+  std::string state_directory;
+  std::string home;
+};
+
+DatabaseLocation locate_database(const GlobalOptions& options) {
   if (!options.db.empty()) {
-    return options.db;
+    return {options.db, "", ""};
   }
   if (const char* env = std::getenv("RATELIMIT_DB"); env && *env) {
-    return env;
+    return {env, "", ""};
   }
   if (const char* state = std::getenv("XDG_STATE_HOME"); state && *state == '/') {
-    return std::string(state) + "/ratelimit/ratelimit.db";
+    std::string directory = std::string(state) + "/ratelimit";
+    return {directory + "/ratelimit.db", directory, ""};
   }
   const char* home = std::getenv("HOME");
   if (!home || !*home) {
     throw UsageError("cannot find the database: HOME is not set; give --db PATH or set "
                      "RATELIMIT_DB");
   }
-  return std::string(home) + "/.local/state/ratelimit/ratelimit.db";
+  std::string directory = std::string(home) + "/.local/state/ratelimit";
+  return {directory + "/ratelimit.db", directory, home};
+}
+
+// Makes the default database's directory: private (0700), as the XDG base directory
+// specification asks, in parents made as the umask says; never the home directory.
+void make_state_directory(const DatabaseLocation& location) {
+  struct stat info {};
+  if (!location.home.empty()) {
+    const char* problem = nullptr;
+    if (::stat(location.home.c_str(), &info) != 0) {
+      problem = errno == ENOENT ? "it does not exist" : "it cannot be read";
+    } else if (!S_ISDIR(info.st_mode)) {
+      problem = "it is not a directory";
+    }
+    if (problem != nullptr) {
+      throw store::StoreError(
+          fmt::format("cannot create the database in the home directory \"{}\": {}; give --db "
+                      "PATH or set RATELIMIT_DB",
+                      location.home, problem));
+    }
+  }
+  try {
+    util::make_directories(location.state_directory, 0700);
+  } catch (const std::runtime_error& error) {
+    throw store::StoreError(
+        fmt::format("cannot create database \"{}\": {}", location.path, error.what()));
+  }
+}
+
+bool database_missing(const std::string& path) {
+  return ::access(path.c_str(), F_OK) != 0 && errno == ENOENT;
+}
+
+std::unique_ptr<store::Store> open_store_as(const GlobalOptions& options, store::Creation creation);
+
+} // namespace
+
+std::string database_path(const GlobalOptions& options) {
+  return locate_database(options).path;
 }
 
 std::unique_ptr<store::Store> open_store(const GlobalOptions& options) {
+  return open_store_as(options, store::Creation::if_missing);
+}
+
+std::unique_ptr<store::Store> open_existing_store(const GlobalOptions& options) {
+  return open_store_as(options, store::Creation::never);
+}
+
+namespace {
+
+std::unique_ptr<store::Store> open_store_as(const GlobalOptions& options,
+                                            store::Creation creation) {
   if (!options.store.empty() && !options.db.empty()) {
     throw UsageError("--db and --store both name a store; give one of them");
   }
@@ -92,14 +164,26 @@ std::unique_ptr<store::Store> open_store(const GlobalOptions& options) {
       return std::make_unique<store::RedisStore>(*redis, options.redis_prefix, *store_timeout);
     }
     path = std::get<store::SqliteLocation>(*location).path;
-  } else {
-    path = database_path(options);
   }
   auto lock_timeout = core::parse_duration(options.lock_timeout);
   if (!lock_timeout) {
     throw UsageError("--lock-timeout: " + lock_timeout.error());
   }
-  return std::make_unique<store::SqliteStore>(path, *lock_timeout);
+  if (path.empty()) {
+    DatabaseLocation location = locate_database(options);
+    path = location.path;
+    // Only when the database is missing: a decision on an existing one pays one access(2).
+    if (!location.state_directory.empty() && creation == store::Creation::if_missing &&
+        database_missing(path)) {
+      make_state_directory(location);
+    }
+  }
+  if (creation == store::Creation::never && database_missing(path)) {
+    return nullptr;
+  }
+  return std::make_unique<store::SqliteStore>(path, *lock_timeout, creation);
 }
+
+} // namespace
 
 } // namespace ratelimit::cli

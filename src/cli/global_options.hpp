@@ -34,7 +34,12 @@ void add_global_options(CLI::App& app, GlobalOptions& options);
 std::string database_path(const GlobalOptions& options);
 
 // Opens the store the options name: --store, else --db, else $RATELIMIT_STORE, else the
-// database of `database_path`. Throws StoreError or UsageError.
+// database of `database_path`. A missing SQLite database is created, the default one in a
+// directory of mode 0700. Throws StoreError or UsageError.
 std::unique_ptr<store::Store> open_store(const GlobalOptions& options);
+
+// The same for the commands that only read or forget keys: a missing SQLite database is
+// not created (nor its directory), and the store is then null.
+std::unique_ptr<store::Store> open_existing_store(const GlobalOptions& options);
 
 } // namespace ratelimit::cli

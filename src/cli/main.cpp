@@ -2,8 +2,11 @@
 
 #include "cli/commands.hpp"
 #include "cli/exit_status.hpp"
+#include "cli/report.hpp"
 #include "cli/usage_error.hpp"
+#include "cli/wrapped_command.hpp"
 #include "store/store.hpp"
+#include "util/standard_streams.hpp"
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -11,6 +14,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <optional>
+#include <sstream>
 #include <utility>
 #include <vector>
 
@@ -44,8 +48,18 @@ std::string one_line(std::string text) {
 }
 
 int fail(int status, const std::string& message) {
-  fmt::print(stderr, "ratelimit: {}\n", one_line(message));
+  util::write_stderr(fmt::format("ratelimit: {}\n", one_line(message)));
   return status;
+}
+
+// Whether `app`, parsed or partly parsed, selects `run`.
+bool selects_run(const CLI::App& app) {
+  for (const CLI::App* command : app.get_subcommands({})) {
+    if (command->count() > 0 && command->get_name() == "run") {
+      return true;
+    }
+  }
+  return false;
 }
 
 // The command the command line most likely names: the first argument that is a command's
@@ -130,8 +144,9 @@ std::string parse_error_message(const CLI::App& app, const CLI::ParseError& erro
 
 // Parses the command line with the commands `only` (or all when null), then runs the one it
 // selects. Returns nothing, having run nothing, when a parse with `only` fails: the parse
-// with every command then reports the error, help or version as usual.
-std::optional<int> parse_and_run(int argc, char** argv, const Command* only) {
+// with every command then reports the error, help or version as usual. Sets `wrapping` when
+// the command is `run`, before running it.
+std::optional<int> parse_and_run(int argc, char** argv, const Command* only, bool& wrapping) {
   GlobalOptions global;
   CLI::App app(k_description, "ratelimit");
   app.set_version_flag("--version", "ratelimit " RATELIMIT_VERSION " (stores: sqlite, redis)");
@@ -149,59 +164,83 @@ std::optional<int> parse_and_run(int argc, char** argv, const Command* only) {
     // Global options may follow the command name too.
     command->fallthrough();
   }
+  std::vector<const char*> args = mark_wrapped_command(app, argc, argv);
   try {
-    app.parse(argc, argv);
+    app.parse(static_cast<int>(args.size()), args.data());
   } catch (const CLI::ParseError& error) {
     if (only != nullptr) {
       return std::nullopt;
     }
-    if (const auto* help = dynamic_cast<const CLI::CallForHelp*>(&error)) {
-      return app.exit(*help);
-    }
-    if (const auto* help = dynamic_cast<const CLI::CallForAllHelp*>(&error)) {
-      return app.exit(*help);
-    }
-    if (const auto* version = dynamic_cast<const CLI::CallForVersion*>(&error)) {
-      return app.exit(*version);
+    wrapping = selects_run(app);
+    if (dynamic_cast<const CLI::CallForHelp*>(&error) != nullptr ||
+        dynamic_cast<const CLI::CallForAllHelp*>(&error) != nullptr ||
+        dynamic_cast<const CLI::CallForVersion*>(&error) != nullptr) {
+      // Written as every output is, so that a failure to write it is told.
+      std::ostringstream out;
+      int status = app.exit(error, out, out);
+      util::write_stdout(out.str());
+      return status;
     }
     if (app.get_subcommands().empty() && !app.remaining().empty()) {
       std::vector<std::string> names;
       for (const CLI::App* command : app.get_subcommands({})) {
         names.push_back(command->get_name());
       }
-      return fail(k_exit_usage, fmt::format("unknown command \"{}\"; expected one of {}",
-                                            app.remaining().front(), fmt::join(names, ", ")));
+      throw UsageError(fmt::format("unknown command \"{}\"; expected one of {}",
+                                   app.remaining().front(), fmt::join(names, ", ")));
     }
-    return fail(k_exit_usage, parse_error_message(app, error));
+    throw UsageError(parse_error_message(app, error));
   }
   const CLI::App* selected = app.get_subcommands().front();
+  wrapping = selected->get_name() == "run";
   for (auto& [command, run] : runs) {
     if (command == selected) {
       return run();
     }
   }
-  return fail(k_exit_usage, "no command given; see ratelimit --help");
+  throw UsageError("no command given; see ratelimit --help");
 }
 
 } // namespace
 
 int main(int argc, char** argv) {
+  if (!util::open_standard_descriptors()) {
+    // Anything opened now could get descriptor 0, 1 or 2: better to open nothing.
+    util::write_stderr("ratelimit: cannot open /dev/null on a closed standard descriptor\n");
+    return k_exit_store;
+  }
+  // Under run, ratelimit's own failures take the status the wrappers (env, nice, timeout)
+  // give theirs, apart from the command's statuses.
+  bool wrapping = false;
+  auto own = [&](int status) { return wrapping ? k_exit_wrapper_failure : status; };
+  int status = 0;
+  bool failed = false;
   try {
     // Setting up the options of every command costs more than a decision: set up only the
     // one named, unless that fails.
-    if (auto status = parse_and_run(argc, argv, named_command(argc, argv))) {
-      return *status;
-    }
-    return *parse_and_run(argc, argv, nullptr);
+    std::optional<int> ran = parse_and_run(argc, argv, named_command(argc, argv), wrapping);
+    status = ran ? *ran : *parse_and_run(argc, argv, nullptr, wrapping);
   } catch (const UsageError& error) {
-    return fail(k_exit_usage, error.what());
+    status = fail(own(k_exit_usage), error.what());
+    failed = true;
   } catch (const store::KeyConflict& error) {
-    return fail(k_exit_usage, error.what());
+    status = fail(own(k_exit_usage), error.what());
+    failed = true;
   } catch (const store::UnsupportedRequest& error) {
-    return fail(k_exit_usage, error.what());
+    status = fail(own(k_exit_usage), error.what());
+    failed = true;
   } catch (const store::StoreError& error) {
-    return fail(k_exit_store, error.what());
+    status = fail(own(k_exit_store), error.what());
+    failed = true;
+  } catch (const OutputError&) {
+    status = own(k_exit_output);
+    failed = true;
   }
+  if (!check_stdout() && !failed) {
+    // The decision stands; what was to be told of it is lost, and the caller must know.
+    status = own(k_exit_output);
+  }
+  return status;
 }
 
 } // namespace ratelimit::cli

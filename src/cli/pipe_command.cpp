@@ -10,10 +10,12 @@
 #include "cli/report.hpp"
 #include "cli/usage_error.hpp"
 #include "util/clock.hpp"
+#include "util/errno_text.hpp"
 #include "util/fd_io.hpp"
 #include "util/key_text.hpp"
 #include "util/record_reader.hpp"
 #include "util/signals.hpp"
+#include "util/standard_streams.hpp"
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -33,9 +35,9 @@ namespace {
 // What a closed reader ends `pipe` with: death by SIGPIPE, as cat and every other filter,
 // which shells report as status 141 and print nothing for.
 constexpr int k_exit_reader_gone = 128 + SIGPIPE;
-// An unreadable input or an unwritable output: bad input, as far as the table of exit
-// statuses goes.
-constexpr int k_exit_io = k_exit_usage;
+// An input that cannot be read (a directory, say): bad input, as far as the table of exit
+// statuses goes. An output that cannot be written is k_exit_output.
+constexpr int k_exit_bad_input = k_exit_usage;
 
 // How much later than its own slot a record may go out, so that records falling due close
 // together share one wake-up where the limit's burst allows it (at 10 000 records/s, one
@@ -100,9 +102,9 @@ public:
           continue;
         }
         if (m_reader.error() != 0) {
-          fmt::print(stderr, "ratelimit: pipe: cannot read standard input: {}\n",
-                     std::strerror(m_reader.error()));
-          return k_exit_io;
+          util::write_stderr(fmt::format("ratelimit: pipe: cannot read standard input: {}\n",
+                                         std::strerror(m_reader.error())));
+          return k_exit_bad_input;
         }
         // A last record without a delimiter passes through as it is.
         std::string_view rest = m_reader.rest();
@@ -142,9 +144,9 @@ private:
       return end_for_reader_gone();
     }
     if (result == util::WriteResult::failed) {
-      fmt::print(stderr, "ratelimit: pipe: cannot write standard output: {}\n",
-                 std::strerror(errno));
-      return k_exit_io;
+      util::write_stderr(fmt::format("ratelimit: pipe: cannot write standard output: {}\n",
+                                     util::describe_errno(errno)));
+      return k_exit_output;
     }
     m_reader.consume(size);
     return -1;
@@ -289,12 +291,12 @@ private:
       return;
     }
     std::string key = m_request.key.empty() ? "" : " on " + util::printable_key(m_request.key);
-    fmt::print(stderr,
-               "ratelimit: pipe: no slot within {} for record {}{} {}; next slot in {}; "
-               "stopped before it\n",
-               core::format_seconds(m_timeout), m_released + 1, key,
-               describe_limit(m_request.algorithm, m_request.limits[decision.binding]),
-               core::format_seconds(decision.wait));
+    util::write_stderr(
+        fmt::format("ratelimit: pipe: no slot within {} for record {}{} {}; next slot in {}; "
+                    "stopped before it\n",
+                    core::format_seconds(m_timeout), m_released + 1, key,
+                    describe_limit(m_request.algorithm, m_request.limits[decision.binding]),
+                    core::format_seconds(decision.wait)));
   }
 
   PipeGate& m_gate;
@@ -344,8 +346,8 @@ CommandRun setup_pipe(CLI::App& app, const GlobalOptions& global) {
       "Without KEY the limit is this process's own; with KEY every record takes a slot of the "
       "shared key.\n"
       "Exit status: 0 at the end of the input; 1 (-E) when a record gets no slot within "
-      "--timeout; 141, killed by SIGPIPE like cat, when the reader goes away; 128+N on "
-      "signal N during a wait.\n"
+      "--timeout; 4 when stdout cannot be written; 141, killed by SIGPIPE like "
+      "cat, when the reader goes away; 128+N on signal N during a wait.\n"
       "Example: producer | ratelimit pipe -r 5/s | xargs -n1 curl -sO");
   add_limit_options(*command, options->limit, /*key_required=*/false);
   command->add_flag("-0,--null", options->null,

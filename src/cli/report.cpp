@@ -1,7 +1,9 @@
 #include "cli/report.hpp"
 
+#include "util/errno_text.hpp"
 #include "util/json.hpp"
 #include "util/key_text.hpp"
+#include "util/standard_streams.hpp"
 
 #include <cstdio>
 #include <fmt/format.h>
@@ -14,6 +16,17 @@ std::string describe_limit(core::Algorithm algorithm, const core::Limit& limit) 
                        core::format_rate(limit.rate), limit.burst);
   }
   return fmt::format("({} {})", core::algorithm_name(algorithm), core::format_rate(limit.rate));
+}
+
+bool check_stdout() {
+  static bool reported = false;
+  int error = util::stdout_error();
+  if (error != 0 && !reported) {
+    reported = true;
+    util::write_stderr(
+        fmt::format("ratelimit: cannot write standard output: {}\n", util::describe_errno(error)));
+  }
+  return error == 0;
 }
 
 std::string json_millis(core::Nanos duration) {
@@ -54,9 +67,9 @@ void report(const GlobalOptions& global, const LimitedRequest& request,
             const core::Decision& decision, std::optional<core::Nanos> waited) {
   const core::Limit& binding = request.limits[decision.binding];
   if (!decision.allowed && !global.quiet) {
-    fmt::print(stderr, "ratelimit: {} limited {}; next slot in {}\n",
-               util::printable_key(request.key), describe_limit(request.algorithm, binding),
-               core::format_seconds(decision.wait));
+    util::write_stderr(fmt::format(
+        "ratelimit: {} limited {}; next slot in {}\n", util::printable_key(request.key),
+        describe_limit(request.algorithm, binding), core::format_seconds(decision.wait)));
   }
   if (!global.json) {
     return;
@@ -80,8 +93,8 @@ void report(const GlobalOptions& global, const LimitedRequest& request,
   if (request.limits.size() > 1) {
     object.raw_field("limits", limits_json(request.algorithm, request.limits, decision));
   }
-  fmt::print("{}\n", object.str());
-  std::fflush(stdout);
+  util::write_stdout(object.str() + "\n");
+  util::flush_stdout();
 }
 
 } // namespace ratelimit::cli

@@ -22,6 +22,10 @@ void report(const GlobalOptions& global, const LimitedRequest& request,
 std::string limits_json(core::Algorithm algorithm, std::span<const core::Limit> limits,
                         const core::Decision& decision);
 
+// Flushes standard output. When a write to it has failed, says so on stderr (once in the
+// process) and returns false.
+bool check_stdout();
+
 // Milliseconds as a JSON number: whole when exact, else with up to six decimals.
 std::string json_millis(core::Nanos duration);
 

@@ -4,6 +4,7 @@
 #include "cli/usage_error.hpp"
 #include "store/store.hpp"
 #include "util/json.hpp"
+#include "util/standard_streams.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -27,12 +28,12 @@ int run_reset(const ResetOptions& options, const GlobalOptions& global) {
   for (const std::string& key : options.keys) {
     check_key(key);
   }
-  auto store = open_store(global);
-  std::size_t removed = store->reset(options.keys, options.all);
+  auto store = open_existing_store(global);
+  std::size_t removed = store ? store->reset(options.keys, options.all) : 0;
   if (global.json) {
     util::JsonObject object;
     object.field("removed", static_cast<std::int64_t>(removed));
-    fmt::print("{}\n", object.str());
+    util::write_stdout(object.str() + "\n");
   }
   return k_exit_granted;
 }

@@ -1,7 +1,9 @@
 #include "cli/acquire.hpp"
 #include "cli/commands.hpp"
 #include "cli/exit_status.hpp"
+#include "cli/report.hpp"
 #include "cli/usage_error.hpp"
+#include "util/standard_streams.hpp"
 
 #include <CLI/CLI.hpp>
 #include <cerrno>
@@ -30,11 +32,15 @@ int execute(const std::vector<std::string>& command) {
     argv.push_back(const_cast<char*>(word.c_str()));
   }
   argv.push_back(nullptr);
-  std::fflush(stdout);
+  // The command inherits standard output: what is buffered goes first, or the report
+  // that it could not.
+  if (!check_stdout()) {
+    throw OutputError();
+  }
   ::execvp(argv[0], argv.data());
   int error = errno;
-  fmt::print(stderr, "ratelimit: cannot run \"{}\": {}\n", command[0],
-             error == ENOENT ? "command not found" : std::strerror(error));
+  util::write_stderr(fmt::format("ratelimit: cannot run \"{}\": {}\n", command[0],
+                                 error == ENOENT ? "command not found" : std::strerror(error)));
   return error == ENOENT ? k_exit_not_found : k_exit_cannot_execute;
 }
 
@@ -42,7 +48,7 @@ int run_run(const RunOptions& options, const GlobalOptions& global) {
   LimitedRequest request = resolve(options.limit);
   if (options.command.empty()) {
     throw UsageError(
-        "no command to run; expected ratelimit run KEY -r N/PERIOD -- COMMAND [ARG...]");
+        "no command to run; expected ratelimit run KEY -r N/PERIOD [--] COMMAND [ARG...]");
   }
   core::Nanos max_wait = parse_timeout(options.timeout);
   util::InterruptSignals signals;
@@ -65,7 +71,11 @@ int run_run(const RunOptions& options, const GlobalOptions& global) {
 CommandRun setup_run(CLI::App& app, const GlobalOptions& global) {
   auto options = std::make_shared<RunOptions>();
   CLI::App* command = app.add_subcommand("run", "Wait for a slot, then execute COMMAND (no shell)");
-  command->footer("Example: ratelimit run api -r 5/s -- curl -sO https://api.example.com/");
+  command->footer(
+      "Options end at the first word after KEY that is not one: COMMAND, with or without --.\n"
+      "Exit status: COMMAND's; 1 (-E) when limited; 125 for ratelimit's own failures (usage, "
+      "store, output); 126 if COMMAND cannot be executed, 127 if it is not found.\n"
+      "Example: ratelimit run api -r 5/s -- curl -sO https://api.example.com/");
   add_limit_options(*command, options->limit);
   command
       ->add_option("-t,--timeout", options->timeout,
@@ -73,8 +83,11 @@ CommandRun setup_run(CLI::App& app, const GlobalOptions& global) {
       ->option_text("DURATION");
   command->add_flag("--no-wait", options->no_wait,
                     "Do not wait: run COMMAND only if a slot is free now, else exit 1");
-  command->add_option("command", options->command, "The command and its arguments, after --")
-      ->option_text("-- COMMAND [ARG...]");
+  command
+      ->add_option("command", options->command,
+                   "The command and its arguments: from the first word after KEY that is not "
+                   "an option, or after --")
+      ->option_text("[--] COMMAND [ARG...]");
   return [options, &global] { return run_run(*options, global); };
 }
 

@@ -234,7 +234,7 @@ void run_simulate(const SimulateOptions& options, const Given& given, const Glob
   report.arrivals = arrivals;
   report.settings = &settings;
   report.comparison = &comparison;
-  print_simulation(stdout, format, report);
+  print_simulation(format, report);
 }
 
 } // namespace

@@ -2,6 +2,7 @@
 
 #include "cli/report.hpp"
 #include "util/json.hpp"
+#include "util/standard_streams.hpp"
 
 #include <algorithm>
 #include <fmt/format.h>
@@ -17,7 +18,7 @@ using core::Nanos;
 // never sits whole in memory.
 class Output {
 public:
-  explicit Output(std::FILE* out) : m_out(out) {}
+  Output() = default;
   ~Output() { flush(); }
   Output(const Output&) = delete;
   Output& operator=(const Output&) = delete;
@@ -40,13 +41,12 @@ public:
   }
 
   void flush() {
-    std::fwrite(m_buffer.data(), 1, m_buffer.size(), m_out);
+    util::write_stdout(std::string_view(m_buffer.data(), m_buffer.size()));
     m_buffer.clear();
-    std::fflush(m_out);
+    util::flush_stdout();
   }
 
 private:
-  std::FILE* m_out;
   fmt::memory_buffer m_buffer;
 };
 
@@ -219,8 +219,8 @@ void print_json(Output& out, const SimulationReport& report) {
 
 } // namespace
 
-void print_simulation(std::FILE* out, SimulateFormat format, const SimulationReport& report) {
-  Output output(out);
+void print_simulation(SimulateFormat format, const SimulationReport& report) {
+  Output output;
   switch (format) {
   case SimulateFormat::table:
     print_table(output, report);

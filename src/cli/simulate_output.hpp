@@ -2,7 +2,6 @@
 
 #include "sim/simulate.hpp"
 
-#include <cstdio>
 #include <span>
 #include <string>
 
@@ -21,8 +20,8 @@ struct SimulationReport {
 
 enum class SimulateFormat { table, csv, json };
 
-// Prints `report` on `out` as aligned rows with sparklines and a recommendation line; as CSV,
-// one row per arrival per algorithm; or as a JSON array of one object per algorithm.
-void print_simulation(std::FILE* out, SimulateFormat format, const SimulationReport& report);
+// Prints `report` on standard output as aligned rows with sparklines and a recommendation line; as
+// CSV, one row per arrival per algorithm; or as a JSON array of one object per algorithm.
+void print_simulation(SimulateFormat format, const SimulationReport& report);
 
 } // namespace ratelimit::cli

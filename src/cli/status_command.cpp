@@ -5,6 +5,7 @@
 #include "store/store.hpp"
 #include "util/json.hpp"
 #include "util/key_text.hpp"
+#include "util/standard_streams.hpp"
 #include "util/utf8.hpp"
 
 #include <CLI/CLI.hpp>
@@ -93,15 +94,19 @@ void print_table(const std::vector<std::array<std::string, 7>>& rows) {
     }
     out += '\n';
   }
-  fmt::print("{}", out);
+  util::write_stdout(out);
 }
 
 int run_status(const StatusOptions& options, const GlobalOptions& global) {
   for (const std::string& key : options.keys) {
     check_key(key);
   }
-  auto store = open_store(global);
-  std::vector<store::KeyStatus> found = store->status(options.keys);
+  // A database that does not exist holds no keys: it is not created to say so.
+  auto store = open_existing_store(global);
+  std::vector<store::KeyStatus> found;
+  if (store) {
+    found = store->status(options.keys);
+  }
 
   // In the order asked for; a key named twice is shown twice.
   std::vector<const store::KeyStatus*> shown;
@@ -115,10 +120,9 @@ int run_status(const StatusOptions& options, const GlobalOptions& global) {
       auto match = std::find_if(found.begin(), found.end(),
                                 [&](const store::KeyStatus& status) { return status.key == key; });
       if (match == found.end()) {
-        fmt::print(stderr,
-                   "ratelimit: unknown key {}: it has no state (never used, reset or "
-                   "collected as fresh)\n",
-                   util::printable_key(key));
+        util::write_stderr(fmt::format("ratelimit: unknown key {}: it has no state (never "
+                                       "used, reset or collected as fresh)\n",
+                                       util::printable_key(key)));
         exit_status = k_exit_unknown_key;
       } else {
         shown.push_back(&*match);
@@ -131,7 +135,7 @@ int run_status(const StatusOptions& options, const GlobalOptions& global) {
     for (std::size_t i = 0; i < shown.size(); ++i) {
       out += (i ? "," : "") + json_status(*shown[i]);
     }
-    fmt::print("{}]\n", out);
+    util::write_stdout(out + "]\n");
     return exit_status;
   }
   if (shown.empty()) {

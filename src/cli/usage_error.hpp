@@ -10,4 +10,7 @@ public:
   using std::runtime_error::runtime_error;
 };
 
+// Standard output cannot be written; the line saying so is already on stderr. Exit status 4.
+class OutputError {};
+
 } // namespace ratelimit::cli

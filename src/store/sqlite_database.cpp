@@ -71,10 +71,21 @@ int truncate_long_wal(void* lock_timeout_ms, sqlite3* db, const char* schema, in
   return SQLITE_OK;
 }
 
+// `path` under a name that SQLite reads as a plain file name: it takes a name that starts
+// with "file:" for a URI when built with SQLITE_USE_URI, and ":memory:" always for a
+// database in memory. "./" in front changes neither the file nor what the user sees.
+std::string plain_file_name(const std::string& path) {
+  if (path.starts_with("file:") || path.starts_with(':')) {
+    return "./" + path;
+  }
+  return path;
+}
+
 } // namespace
 
-SqliteDatabase::SqliteDatabase(std::string path, core::Nanos lock_timeout)
-    : m_path(std::move(path)), m_lock_timeout(lock_timeout) {
+SqliteDatabase::SqliteDatabase(std::string path, core::Nanos lock_timeout, Creation creation)
+    : m_path(std::move(path)), m_file(plain_file_name(m_path)), m_lock_timeout(lock_timeout),
+      m_creation(creation) {
   try {
     open();
   } catch (...) {
@@ -85,10 +96,10 @@ SqliteDatabase::SqliteDatabase(std::string path, core::Nanos lock_timeout)
 }
 
 void SqliteDatabase::open() {
-  m_fd = ::open(m_path.c_str(), O_RDWR | O_CLOEXEC);
-  if (m_fd < 0 && errno == ENOENT) {
+  m_fd = ::open(m_file.c_str(), O_RDWR | O_CLOEXEC);
+  if (m_fd < 0 && errno == ENOENT && m_creation == Creation::if_missing) {
     create();
-    m_fd = ::open(m_path.c_str(), O_RDWR | O_CLOEXEC);
+    m_fd = ::open(m_file.c_str(), O_RDWR | O_CLOEXEC);
   }
   if (m_fd < 0) {
     throw StoreError(
@@ -96,7 +107,7 @@ void SqliteDatabase::open() {
   }
   check_identity();
   int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE;
-  if (int rc = sqlite3_open_v2(m_path.c_str(), &m_db, flags, nullptr); rc != SQLITE_OK) {
+  if (int rc = sqlite3_open_v2(m_file.c_str(), &m_db, flags, nullptr); rc != SQLITE_OK) {
     fail("cannot open the database", rc);
   }
   // Writers queue on the flock; SQLite's own busy handler covers readers and checkpoints.
@@ -128,13 +139,13 @@ void SqliteDatabase::close() {
 
 void SqliteDatabase::create() {
   try {
-    util::make_directories(util::parent_directory(m_path));
+    util::make_directories(util::parent_directory(m_file));
   } catch (const std::runtime_error& error) {
     throw StoreError(fmt::format("cannot create database \"{}\": {}", m_path, error.what()));
   }
   // Built aside and linked into place, so that no process ever sees a half-made file and
   // two first callers cannot both create one; link() never replaces an existing file.
-  std::string scratch = fmt::format("{}.new-{}", m_path, ::getpid());
+  std::string scratch = fmt::format("{}.new-{}", m_file, ::getpid());
   auto remove_scratch = [&] {
     // With its journals: a failed schema write (a full disk) may leave them behind.
     for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
@@ -142,10 +153,18 @@ void SqliteDatabase::create() {
     }
   };
   remove_scratch();
+  // Created here rather than by SQLite, which would give it 0644 whatever the umask: with
+  // umask 002 a group shares the database. Its -wal and -shm files take its mode.
+  int scratch_fd = ::open(scratch.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (scratch_fd < 0) {
+    int saved = errno;
+    throw StoreError(
+        fmt::format("cannot create database \"{}\": {}", m_path, util::describe_errno(saved)));
+  }
+  ::close(scratch_fd);
   sqlite3* db = nullptr;
   int rc =
-      sqlite3_open_v2(scratch.c_str(), &db,
-                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+      sqlite3_open_v2(scratch.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc == SQLITE_OK) {
     rc = sqlite3_exec(db, k_schema, nullptr, nullptr, nullptr);
   }
@@ -155,7 +174,7 @@ void SqliteDatabase::create() {
     remove_scratch();
     throw StoreError(fmt::format("cannot create database \"{}\": {}", m_path, message));
   }
-  if (::link(scratch.c_str(), m_path.c_str()) != 0 && errno != EEXIST) {
+  if (::link(scratch.c_str(), m_file.c_str()) != 0 && errno != EEXIST) {
     int saved = errno;
     remove_scratch();
     throw StoreError(

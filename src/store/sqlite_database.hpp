@@ -12,12 +12,21 @@ namespace ratelimit::store {
 inline constexpr std::int32_t k_application_id = 0x524c4d54;
 inline constexpr std::int32_t k_schema_version = 1;
 
+// Whether opening a database that does not exist creates it.
+enum class Creation {
+  if_missing, // the file, and its missing directories (as the umask says)
+  never,      // a missing file is a StoreError
+};
+
 // An open ratelimit database: the SQLite connection, and the file descriptor whose flock
-// serialises writers. Opening creates the file when it is missing, and refuses (with
-// StoreError) a file that is not ours or has a newer schema, without writing to it.
+// serialises writers. Opening creates the file when it is missing (unless `creation` says
+// never), with the mode the umask leaves of 0666, and refuses (with StoreError) a file that
+// is not ours or has a newer schema, without writing to it. `path` is a file name, never
+// an SQLite URI nor ":memory:".
 class SqliteDatabase {
 public:
-  SqliteDatabase(std::string path, core::Nanos lock_timeout);
+  SqliteDatabase(std::string path, core::Nanos lock_timeout,
+                 Creation creation = Creation::if_missing);
   ~SqliteDatabase();
   SqliteDatabase(const SqliteDatabase&) = delete;
   SqliteDatabase& operator=(const SqliteDatabase&) = delete;
@@ -42,8 +51,12 @@ private:
   void create();
   void check_identity();
 
+  // As the user gave it, for messages.
   std::string m_path;
+  // The same file, named so that SQLite cannot read it as a URI or ":memory:".
+  std::string m_file;
   core::Nanos m_lock_timeout;
+  Creation m_creation;
   // SQLite's busy timeout, the lock timeout in ms (the WAL hook restores it).
   int m_busy_timeout_ms = 0;
   int m_fd = -1;

@@ -50,8 +50,8 @@ bool one_in(core::Nanos seed, int n) {
 
 } // namespace
 
-SqliteStore::SqliteStore(std::string path, core::Nanos lock_timeout)
-    : m_database(std::move(path), lock_timeout),
+SqliteStore::SqliteStore(std::string path, core::Nanos lock_timeout, Creation creation)
+    : m_database(std::move(path), lock_timeout, creation),
       m_select(m_database.handle(),
                fmt::format("SELECT {} FROM keys WHERE name = ?1", k_state_columns)) {}
 

@@ -22,7 +22,7 @@ public:
   static constexpr int k_gc_one_in = 16;
   static constexpr int k_gc_batch = 32;
 
-  SqliteStore(std::string path, core::Nanos lock_timeout);
+  SqliteStore(std::string path, core::Nanos lock_timeout, Creation creation = Creation::if_missing);
   ~SqliteStore() override;
 
   core::Decision decide(std::string_view key, core::Algorithm algorithm,

@@ -19,8 +19,8 @@ std::string parent_directory(const std::string& path) {
   return path.substr(0, slash);
 }
 
-void make_directories(const std::string& directory) {
-  struct stat info{};
+void make_directories(const std::string& directory, unsigned mode) {
+  struct stat info {};
   if (::stat(directory.c_str(), &info) == 0) {
     if (!S_ISDIR(info.st_mode)) {
       throw std::runtime_error("\"" + directory + "\" is not a directory");
@@ -31,7 +31,7 @@ void make_directories(const std::string& directory) {
   if (parent != directory) {
     make_directories(parent);
   }
-  if (::mkdir(directory.c_str(), 0755) != 0 && errno != EEXIST) {
+  if (::mkdir(directory.c_str(), static_cast<mode_t>(mode)) != 0 && errno != EEXIST) {
     throw std::runtime_error("cannot create directory \"" + directory +
                              "\": " + describe_errno(errno));
   }

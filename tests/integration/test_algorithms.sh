@@ -287,7 +287,7 @@ test_key_is_bound_to_its_algorithm() {
     [ "$first" = token-bucket ] && other=sliding-log
     expect_status 2 rl wait "key-$first" -r 5/d -a "$other" -t 1s
     expect_contains "$ERR" "ratelimit reset key-$first" "stderr"
-    expect_status 2 rl run "key-$first" -r 5/d -a "$other" -- touch ran
+    expect_status 125 rl run "key-$first" -r 5/d -a "$other" -- touch ran
     expect_contains "$ERR" "ratelimit reset key-$first" "stderr"
     expect_true "run ran its command on a key of another algorithm" [ ! -e ran ]
     # The key still works with its own algorithm: granted, or limited for the leaky bucket,
@@ -323,7 +323,7 @@ test_burst_with_a_window_algorithm_exits_2() {
       expect_one_line
       expect_contains "$ERR" "--burst does not apply to $algorithm" "stderr"
     done
-    expect_status 2 rl run k -r 5/s -a "$algorithm" --burst 3 -- true
+    expect_status 125 rl run k -r 5/s -a "$algorithm" --burst 3 -- true
   done
   expect_status 0 rl try tb -r 5/s -a token-bucket -b 3
   expect_status 0 rl try lb -r 5/s -a leaky-bucket -b 3

@@ -5,9 +5,11 @@
 
 # expect_usage_error NEEDLE ARGS...: exit 2, one line, NEEDLE in it, and no database made.
 expect_usage_error() {
-  local needle=$1
+  local needle=$1 expected=2
   shift
-  expect_status 2 rl "$@" || return
+  # run's own failures are 125, apart from the command's statuses.
+  [ "$1" = run ] && expected=125
+  expect_status $expected rl "$@" || return
   expect_one_line || return
   expect_contains "$ERR" "ratelimit: " || return
   expect_contains "$ERR" "$needle" "stderr of: ${*:1:8}"

@@ -142,7 +142,7 @@ test_a_value_of_another_type_is_damaged_state_that_reset_forgets() {
   expect_eq "$message" "$ERR" "try"
   expect_status 3 rl wait s -r 1/min
   expect_eq "$message" "$ERR" "wait"
-  expect_status 3 rl run s -r 1/min -- true
+  expect_status 125 rl run s -r 1/min -- true
   expect_eq "$message" "$ERR" "run"
   expect_status 3 rl status s
   expect_eq "$message" "$ERR" "status"
