@@ -50,13 +50,35 @@ std::string limits_json(core::Algorithm algorithm, std::span<const core::Limit> 
   return json + "]";
 }
 
+std::string refusal_message(const LimitedRequest& request, const core::Decision& decision,
+                            core::Nanos max_wait) {
+  std::string limited =
+      fmt::format("{} limited {}", util::printable_key(request.key),
+                  describe_limit(request.algorithm, request.limits[decision.binding]));
+  std::string wait = core::format_seconds(decision.wait);
+  switch (decision.refusal) {
+  case core::Refusal::full:
+    return fmt::format("{}: its queue is full (-b sets its depth); room in {}", limited, wait);
+  case core::Refusal::timeout:
+    return fmt::format("{}; next slot in {}, beyond --timeout {}", limited, wait,
+                       core::format_seconds(max_wait));
+  case core::Refusal::too_far:
+    return fmt::format("{}: the next slot is too far away, past the latest time counted "
+                       "(2116-02-20); reset the key or reserve less",
+                       limited);
+  case core::Refusal::none:
+  case core::Refusal::later:
+    break;
+  }
+  return fmt::format("{}; next slot in {}", limited, wait);
+}
+
 void report(const GlobalOptions& global, const LimitedRequest& request,
-            const core::Decision& decision, std::optional<core::Nanos> waited) {
+            const core::Decision& decision, std::optional<core::Nanos> waited,
+            core::Nanos max_wait) {
   const core::Limit& binding = request.limits[decision.binding];
   if (!decision.allowed && !global.quiet) {
-    fmt::print(stderr, "ratelimit: {} limited {}; next slot in {}\n",
-               util::printable_key(request.key), describe_limit(request.algorithm, binding),
-               core::format_seconds(decision.wait));
+    fmt::print(stderr, "ratelimit: {}\n", refusal_message(request, decision, max_wait));
   }
   if (!global.json) {
     return;

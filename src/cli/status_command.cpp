@@ -103,7 +103,8 @@ int run_status(const StatusOptions& options, const GlobalOptions& global) {
   auto store = open_store(global);
   std::vector<store::KeyStatus> found = store->status(options.keys);
 
-  // In the order asked for; a key named twice is shown twice.
+  // In the order asked for; a key named twice is shown twice. A damaged key is one line on
+  // stderr and exit status 3 once the others are shown: one bad key hides nothing else.
   std::vector<const store::KeyStatus*> shown;
   int exit_status = k_exit_granted;
   if (options.keys.empty()) {
@@ -124,6 +125,19 @@ int run_status(const StatusOptions& options, const GlobalOptions& global) {
         shown.push_back(&*match);
       }
     }
+  }
+
+  bool damaged = false;
+  std::erase_if(shown, [&](const store::KeyStatus* status) {
+    if (status->damage.empty()) {
+      return false;
+    }
+    fmt::print(stderr, "ratelimit: {}\n", status->damage);
+    damaged = true;
+    return true;
+  });
+  if (damaged) {
+    exit_status = k_exit_store;
   }
 
   if (global.json) {
@@ -157,7 +171,8 @@ CommandRun setup_status(CLI::App& app, const GlobalOptions& global) {
   auto options = std::make_shared<StatusOptions>();
   CLI::App* command = app.add_subcommand(
       "status", "Show the state of keys (all keys without KEY) without consuming anything");
-  command->footer("Exit status: 0, or 1 when a KEY named is unknown (the others are shown).\n"
+  command->footer("Exit status: 0, 1 when a KEY named is unknown, 3 when a key's state is "
+                  "damaged (the others are shown).\n"
                   "Example: ratelimit status api --json");
   command->add_option("key", options->keys, "Keys to show (default: every key)");
   return [options, &global] { return run_status(*options, global); };
