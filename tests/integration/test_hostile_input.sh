@@ -83,6 +83,22 @@ test_overflowing_numbers() {
   expect_usage_error "limited-exit-code" -E -1 try k -r 5/s
 }
 
+# A clock past 2116 (2^62 ns), or past 2262 where int64 nanoseconds end, decides nothing:
+# exit 3, and the key is left as it was.
+test_a_clock_beyond_the_supported_range_is_refused() {
+  on_store sqlite || return 0
+  expect_status 0 rl try k -r 1/min
+  local offset
+  for offset in +100y +300y; do
+    expect_status 3 rl_at "$offset" try k -r 1/min
+    expect_one_line
+    expect_contains "$ERR" 'the clock is beyond the supported range'
+    expect_status 3 rl_at "$offset" status
+    expect_contains "$ERR" 'the clock is beyond the supported range'
+  done
+  expect_status 1 rl try k -r 1/min -q
+}
+
 test_fractional_zero_and_negative_costs() {
   local cost
   for cost in 0.5 1.5 1e3 0 -1 -0 +1 0x10 "" " 1" "1 " 1/2 one; do
