@@ -59,8 +59,10 @@ std::string json_status(const store::KeyStatus& status) {
   if (!state.limits.empty()) {
     const core::Limit& binding = state.limits[standing.binding].limit;
     object.field("limit", binding.rate.count)
-        .raw_field("period_ms", json_millis(binding.rate.period))
-        .field("burst", binding.capacity(state.algorithm));
+        .raw_field("period_ms", json_millis(binding.rate.period));
+    if (core::takes_burst(state.algorithm)) {
+      object.field("burst", binding.burst);
+    }
   }
   object.field("remaining", standing.remaining)
       .field("retry_after_ms", core::ceil_millis(standing.wait))
@@ -158,8 +160,9 @@ int run_status(const StatusOptions& options, const GlobalOptions& global) {
     rows.push_back({util::printable_key(status->key),
                     std::string(core::algorithm_name(status->state.algorithm)),
                     describe_limits(status->state), std::to_string(standing.remaining),
-                    core::format_seconds(standing.wait), core::format_seconds(standing.reset_after),
-                    core::format_seconds(standing.now - status->state.clock) + " ago"});
+                    core::format_duration(standing.wait),
+                    core::format_duration(standing.reset_after),
+                    core::format_duration(standing.now - status->state.clock) + " ago"});
   }
   print_table(rows);
   return exit_status;

@@ -68,6 +68,29 @@ test_json_fields() {
   expect_true "retry_after_ms $retry in (10000, 12000]" test "$retry" -gt 10000 -a "$retry" -le 12000
 }
 
+# status shows durations as the countdown does and rates in their largest unit.
+test_status_shows_durations_and_rates_as_the_countdown_does() {
+  rl try d -r 1/7200s
+  expect_status 0 rl status d || return
+  expect_contains "$OUT" '1/2h burst 1'
+  expect_true "status shows hours: $OUT" grep -Eq '  [12]h[0-5][0-9]m[0-5][0-9]s  +[12]h[0-5][0-9]m[0-5][0-9]s ' <<<"$OUT"
+}
+
+# Only the buckets take a burst: the window algorithms' JSON has none.
+test_json_has_a_burst_only_for_the_buckets() {
+  local algorithm
+  for algorithm in fixed-window sliding-window sliding-log; do
+    expect_status 0 rl --json try "w-$algorithm" -r 5/s -r 100/min -a "$algorithm"
+    expect_true "no burst for $algorithm: $OUT" test "${OUT#*burst}" = "$OUT"
+    expect_status 0 rl --json status "w-$algorithm"
+    expect_true "no burst in status for $algorithm: $OUT" test "${OUT#*burst}" = "$OUT"
+  done
+  expect_status 0 rl --json try b -r 5/s -b 7 -a leaky-bucket
+  expect_eq 7 "$(json_field "$OUT" burst)" "leaky-bucket burst"
+  expect_status 0 rl --json status b
+  expect_contains "$OUT" '"burst":7'
+}
+
 test_bad_input_exits_2_with_one_line() {
   local args
   while IFS='|' read -r expected args; do
