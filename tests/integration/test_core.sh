@@ -304,7 +304,7 @@ test_a_wait_timeout_refusal_names_the_timeout() {
 # would wait: the message says so and names -b.
 test_a_full_leaky_bucket_queue_says_so() {
   rl try q -r 1/min -a leaky-bucket -b 1
-  rl wait q -r 1/min -a leaky-bucket -b 1 -q &
+  "$RATELIMIT" wait q -r 1/min -a leaky-bucket -b 1 -q &
   local waiter=$!
   wait_for_reservation q 60000
   expect_status 1 rl wait q -r 1/min -a leaky-bucket -b 1
@@ -320,7 +320,7 @@ test_a_full_leaky_bucket_queue_says_so() {
 test_reservations_are_refused_past_the_latest_time_never_wrapped() {
   local i pids=() alive=0 refused=0 at_once=0 rc
   for i in $(seq 1 30); do
-    rl wait far -r 1/3650d >"out.$i" 2>"err.$i" &
+    "$RATELIMIT" wait far -r 1/3650d >"out.$i" 2>"err.$i" &
     pids+=($!)
   done
   sleep 4
