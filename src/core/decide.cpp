@@ -36,9 +36,9 @@ std::vector<LimitState> states_for(const KeyState& state, std::span<const Limit>
   std::vector<LimitState> result;
   result.reserve(limits.size());
   for (const Limit& limit : limits) {
-    auto stored = std::find_if(state.limits.begin(), state.limits.end(), [&](const LimitState& s) {
-      return s.limit.rate.period == limit.rate.period;
-    });
+    auto stored =
+        std::find_if(state.limits.begin(), state.limits.end(),
+                     [&](const LimitState& s) { return s.limit.rate.period == limit.rate.period; });
     result.push_back({limit, stored != state.limits.end() ? stored->slots : LimitState{}.slots});
   }
   return result;
