@@ -117,7 +117,7 @@ unknown algorithm "token_bucket"; did you mean "token-bucket"?|try k -r 5/s -a t
 unknown command "fly"|fly k -r 5/s
 --rate is required; expected --rate N/PERIOD; see ratelimit try --help|try k
 a KEY is required; expected ratelimit try KEY [OPTIONS]|try -r 5/s
-not expected: --frobnicate; see ratelimit try --help|try k -r 5/s --frobnicate
+unknown option "--frobnicate"; see ratelimit try --help|try k -r 5/s --frobnicate
 --rate: a value is missing; expected --rate N/PERIOD|try k -r
 --timeout: a value is missing; expected --timeout DURATION|wait k -r 5/s -t
 --cost: given more than once; expected --cost N once|try k -r 5/s -c 1 -c 2
