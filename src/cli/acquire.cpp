@@ -36,7 +36,7 @@ Acquired acquire(store::Store& store, util::InterruptSignals& signals, const Glo
   Acquired acquired;
   acquired.decision = store.decide(request.key, request.algorithm, request.limits, ask);
   if (!acquired.decision.allowed) {
-    report(global, request, acquired.decision, no_wait);
+    report(global, request, acquired.decision, no_wait, max_wait);
     return acquired;
   }
   std::int64_t started = util::monotonic_nanos();

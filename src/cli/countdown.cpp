@@ -55,12 +55,7 @@ std::string countdown_line(core::Nanos left, std::string_view printable_key) {
     std::int64_t tenths = core::ceil_div(std::max<core::Nanos>(left, 0), k_tenth);
     time = fmt::format("{}.{}s", tenths / 10, tenths % 10);
   } else {
-    std::int64_t seconds = core::ceil_div(left, core::k_nanos_per_second);
-    if (seconds < 3600) {
-      time = fmt::format("{}m{:02}s", seconds / 60, seconds % 60);
-    } else {
-      time = fmt::format("{}h{:02}m{:02}s", seconds / 3600, seconds / 60 % 60, seconds % 60);
-    }
+    time = core::format_duration(left);
   }
   return fmt::format("waiting {} for {}", time, printable_key);
 }

@@ -7,6 +7,7 @@
 #include "cli/wrapped_command.hpp"
 #include "store/store.hpp"
 #include "util/standard_streams.hpp"
+#include "util/near_miss.hpp"
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -76,6 +77,9 @@ const Command* named_command(int argc, char** argv) {
   return nullptr;
 }
 
+std::optional<std::string> unknown_option_message(const CLI::App& app, const CLI::App* command,
+                                                  const std::string& help);
+
 // How an option is written, as --help shows it: `--rate N/PERIOD`, or the option alone for
 // a flag. Searches the command given, then the global options.
 std::string accepted_form(const CLI::App& app, const CLI::App* command, const std::string& name) {
@@ -103,6 +107,9 @@ std::string parse_error_message(const CLI::App& app, const CLI::ParseError& erro
   const CLI::App* command = given.empty() ? nullptr : given.front();
   std::string help = command == nullptr ? "ratelimit --help"
                                         : fmt::format("ratelimit {} --help", command->get_name());
+  if (auto unknown = unknown_option_message(app, command, help)) {
+    return *unknown;
+  }
   std::string text = error.what();
   std::string::size_type colon = text.find(": ");
   std::string name = colon == std::string::npos ? "" : text.substr(0, colon);
@@ -142,6 +149,69 @@ std::string parse_error_message(const CLI::App& app, const CLI::ParseError& erro
   return fmt::format("{}; see {}", text, help);
 }
 
+// Every long name of the options of `where`: `--rate`, `--db`.
+void add_long_names(const CLI::App& where, std::vector<std::string>& names) {
+  for (const CLI::Option* option : where.get_options()) {
+    for (const std::string& name : option->get_lnames()) {
+      names.push_back("--" + name);
+    }
+  }
+}
+
+// An option on the command line that neither the command nor the global options know, as
+// a message with the near miss meant (`--rat` -> `--rate`), or nothing. CLI11 leaves such
+// words unparsed, and may fail on something else first (a missing --rate, when --rat was
+// meant): the misspelling is the error worth naming.
+std::optional<std::string> unknown_option_message(const CLI::App& app, const CLI::App* command,
+                                                  const std::string& help) {
+  std::vector<std::string> unparsed = app.remaining();
+  if (command != nullptr) {
+    std::vector<std::string> own = command->remaining();
+    unparsed.insert(unparsed.begin(), own.begin(), own.end());
+  }
+  for (const std::string& word : unparsed) {
+    if (word.size() < 2 || word[0] != '-' || word == "--" ||
+        std::isdigit(static_cast<unsigned char>(word[1]))) {
+      continue;
+    }
+    std::string name = word.substr(0, word.find('='));
+    bool known = (command != nullptr && command->get_option_no_throw(name) != nullptr) ||
+                 app.get_option_no_throw(name) != nullptr;
+    if (known) {
+      continue;
+    }
+    std::string message = fmt::format("unknown option \"{}\"", name.substr(0, 64));
+    if (name.starts_with("--")) {
+      std::vector<std::string> names;
+      if (command != nullptr) {
+        add_long_names(*command, names);
+      }
+      add_long_names(app, names);
+      if (auto nearest = util::near_miss(name, names)) {
+        message += fmt::format("; did you mean \"{}\"?", *nearest);
+      }
+    }
+    return fmt::format("{}; see {}", message, help);
+  }
+  return std::nullopt;
+}
+
+// The global options, as --help lists them, for the help of a command: they may follow
+// the command name too.
+std::string global_options_help(const CLI::App& app) {
+  std::vector<const CLI::Option*> options = app.get_options([&](const CLI::Option* option) {
+    return option != app.get_help_ptr() && option != app.get_help_all_ptr() &&
+           option != app.get_version_ptr() && option->nonpositional();
+  });
+  // The group starts with a blank line, which the footer already has.
+  CLI::Formatter fallback;
+  const auto* formatter = dynamic_cast<const CLI::Formatter*>(app.get_formatter().get());
+  std::string group =
+      (formatter != nullptr ? *formatter : fallback)
+          .make_group("Global options (before or after the command)", false, options);
+  return group.starts_with('\n') ? group.substr(1) : group;
+}
+
 // Parses the command line with the commands `only` (or all when null), then runs the one it
 // selects. Returns nothing, having run nothing, when a parse with `only` fails: the parse
 // with every command then reports the error, help or version as usual. Sets `wrapping` when
@@ -161,8 +231,10 @@ std::optional<int> parse_and_run(int argc, char** argv, const Command* only, boo
     }
   }
   for (CLI::App* command : app.get_subcommands({})) {
-    // Global options may follow the command name too.
+    // Global options may follow the command name too; its --help lists them (built only
+    // when shown).
     command->fallthrough();
+    command->footer([&app] { return global_options_help(app); });
   }
   std::vector<const char*> args = mark_wrapped_command(app, argc, argv);
   try {
@@ -186,8 +258,16 @@ std::optional<int> parse_and_run(int argc, char** argv, const Command* only, boo
       for (const CLI::App* command : app.get_subcommands({})) {
         names.push_back(command->get_name());
       }
-      throw UsageError(fmt::format("unknown command \"{}\"; expected one of {}",
-                                   app.remaining().front(), fmt::join(names, ", ")));
+      std::string word = app.remaining().front();
+      std::string message = fmt::format("unknown command \"{}\"", word.substr(0, 64));
+      if (word.starts_with("-")) {
+        if (auto unknown = unknown_option_message(app, nullptr, "ratelimit --help")) {
+          throw UsageError(*unknown);
+        }
+      } else if (auto nearest = util::near_miss(word, names)) {
+        message += fmt::format("; did you mean \"{}\"?", *nearest);
+      }
+      throw UsageError(fmt::format("{}; expected one of {}", message, fmt::join(names, ", ")));
     }
     throw UsageError(parse_error_message(app, error));
   }

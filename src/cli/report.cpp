@@ -48,10 +48,11 @@ std::string limits_json(core::Algorithm algorithm, std::span<const core::Limit> 
     const core::Limit& limit = limits[i];
     const core::LimitReport& limit_report = decision.limits[i];
     util::JsonObject item;
-    item.field("limit", limit.rate.count)
-        .raw_field("period_ms", json_millis(limit.rate.period))
-        .field("burst", limit.capacity(algorithm))
-        .field("binding", i == decision.binding)
+    item.field("limit", limit.rate.count).raw_field("period_ms", json_millis(limit.rate.period));
+    if (core::takes_burst(algorithm)) {
+      item.field("burst", limit.burst);
+    }
+    item.field("binding", i == decision.binding)
         .field("remaining", limit_report.remaining)
         .field("retry_after_ms", core::ceil_millis(limit_report.retry_after))
         .field("reset_after_ms", core::ceil_millis(limit_report.reset_after));
@@ -63,13 +64,36 @@ std::string limits_json(core::Algorithm algorithm, std::span<const core::Limit> 
   return json + "]";
 }
 
+std::string refusal_message(const LimitedRequest& request, const core::Decision& decision,
+                            core::Nanos max_wait) {
+  std::string limited =
+      fmt::format("{} limited {}", util::printable_key(request.key),
+                  describe_limit(request.algorithm, request.limits[decision.binding]));
+  std::string wait = core::format_duration(decision.wait);
+  switch (decision.refusal) {
+  case core::Refusal::full:
+    return fmt::format("{}: its queue is full (-b sets its depth); room in {}", limited, wait);
+  case core::Refusal::timeout:
+    return fmt::format("{}; next slot in {}, beyond --timeout {}", limited, wait,
+                       core::format_duration(max_wait));
+  case core::Refusal::too_far:
+    return fmt::format("{}: the next slot is too far away, past the latest time counted "
+                       "(2116-02-20); reset the key or reserve less",
+                       limited);
+  case core::Refusal::none:
+  case core::Refusal::later:
+    break;
+  }
+  return fmt::format("{}; next slot in {}", limited, wait);
+}
+
 void report(const GlobalOptions& global, const LimitedRequest& request,
-            const core::Decision& decision, std::optional<core::Nanos> waited) {
+            const core::Decision& decision, std::optional<core::Nanos> waited,
+            core::Nanos max_wait) {
   const core::Limit& binding = request.limits[decision.binding];
   if (!decision.allowed && !global.quiet) {
-    util::write_stderr(fmt::format(
-        "ratelimit: {} limited {}; next slot in {}\n", util::printable_key(request.key),
-        describe_limit(request.algorithm, binding), core::format_seconds(decision.wait)));
+    util::write_stderr(
+        fmt::format("ratelimit: {}\n", refusal_message(request, decision, max_wait)));
   }
   if (!global.json) {
     return;
@@ -80,9 +104,11 @@ void report(const GlobalOptions& global, const LimitedRequest& request,
       .field("allowed", decision.allowed)
       .field("algorithm", core::algorithm_name(request.algorithm))
       .field("limit", binding.rate.count)
-      .raw_field("period_ms", json_millis(binding.rate.period))
-      .field("burst", binding.capacity(request.algorithm))
-      .field("cost", request.cost)
+      .raw_field("period_ms", json_millis(binding.rate.period));
+  if (core::takes_burst(request.algorithm)) {
+    object.field("burst", binding.burst);
+  }
+  object.field("cost", request.cost)
       .field("remaining", decision.remaining)
       .field("retry_after_ms", retry_after)
       .field("reset_after_ms", core::ceil_millis(decision.reset_after));

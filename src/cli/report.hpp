@@ -4,6 +4,7 @@
 #include "cli/limit_options.hpp"
 #include "core/decide.hpp"
 
+#include <limits>
 #include <optional>
 #include <span>
 #include <string>
@@ -13,10 +14,17 @@ namespace ratelimit::cli {
 // `(token-bucket 10/s, burst 10)`, `(fixed-window 100/min)`.
 std::string describe_limit(core::Algorithm algorithm, const core::Limit& limit);
 
+// The line that explains a denial: the limit, why (a full queue, beyond `max_wait`, too
+// far away) and when to retry.
+std::string refusal_message(const LimitedRequest& request, const core::Decision& decision,
+                            core::Nanos max_wait);
+
 // Prints what a decision means to the user: on a denial one line on stderr (unless -q);
-// with --json one object on stdout. `waited` is the time slept, for wait and run.
+// with --json one object on stdout. `waited` is the time slept, for wait and run;
+// `max_wait` the longest wait the request accepted (--timeout).
 void report(const GlobalOptions& global, const LimitedRequest& request,
-            const core::Decision& decision, std::optional<core::Nanos> waited = std::nullopt);
+            const core::Decision& decision, std::optional<core::Nanos> waited = std::nullopt,
+            core::Nanos max_wait = std::numeric_limits<core::Nanos>::max());
 
 // Each limit's figures in `decision` as a JSON array, the binding one marked.
 std::string limits_json(core::Algorithm algorithm, std::span<const core::Limit> limits,

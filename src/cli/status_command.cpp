@@ -60,8 +60,10 @@ std::string json_status(const store::KeyStatus& status) {
   if (!state.limits.empty()) {
     const core::Limit& binding = state.limits[standing.binding].limit;
     object.field("limit", binding.rate.count)
-        .raw_field("period_ms", json_millis(binding.rate.period))
-        .field("burst", binding.capacity(state.algorithm));
+        .raw_field("period_ms", json_millis(binding.rate.period));
+    if (core::takes_burst(state.algorithm)) {
+      object.field("burst", binding.burst);
+    }
   }
   object.field("remaining", standing.remaining)
       .field("retry_after_ms", core::ceil_millis(standing.wait))
@@ -108,7 +110,8 @@ int run_status(const StatusOptions& options, const GlobalOptions& global) {
     found = store->status(options.keys);
   }
 
-  // In the order asked for; a key named twice is shown twice.
+  // In the order asked for; a key named twice is shown twice. A damaged key is one line on
+  // stderr and exit status 3 once the others are shown: one bad key hides nothing else.
   std::vector<const store::KeyStatus*> shown;
   int exit_status = k_exit_granted;
   if (options.keys.empty()) {
@@ -130,6 +133,19 @@ int run_status(const StatusOptions& options, const GlobalOptions& global) {
     }
   }
 
+  bool damaged = false;
+  std::erase_if(shown, [&](const store::KeyStatus* status) {
+    if (status->damage.empty()) {
+      return false;
+    }
+    util::write_stderr(fmt::format("ratelimit: {}\n", status->damage));
+    damaged = true;
+    return true;
+  });
+  if (damaged) {
+    exit_status = k_exit_store;
+  }
+
   if (global.json) {
     std::string out = "[";
     for (std::size_t i = 0; i < shown.size(); ++i) {
@@ -148,8 +164,9 @@ int run_status(const StatusOptions& options, const GlobalOptions& global) {
     rows.push_back({util::printable_key(status->key),
                     std::string(core::algorithm_name(status->state.algorithm)),
                     describe_limits(status->state), std::to_string(standing.remaining),
-                    core::format_seconds(standing.wait), core::format_seconds(standing.reset_after),
-                    core::format_seconds(standing.now - status->state.clock) + " ago"});
+                    core::format_duration(standing.wait),
+                    core::format_duration(standing.reset_after),
+                    core::format_duration(standing.now - status->state.clock) + " ago"});
   }
   print_table(rows);
   return exit_status;
@@ -161,7 +178,8 @@ CommandRun setup_status(CLI::App& app, const GlobalOptions& global) {
   auto options = std::make_shared<StatusOptions>();
   CLI::App* command = app.add_subcommand(
       "status", "Show the state of keys (all keys without KEY) without consuming anything");
-  command->footer("Exit status: 0, or 1 when a KEY named is unknown (the others are shown).\n"
+  command->footer("Exit status: 0, 1 when a KEY named is unknown, 3 when a key's state is "
+                  "damaged (the others are shown).\n"
                   "Example: ratelimit status api --json");
   command->add_option("key", options->keys, "Keys to show (default: every key)");
   return [options, &global] { return run_status(*options, global); };

@@ -1,5 +1,6 @@
 #include "core/decide.hpp"
 
+#include "core/bounds.hpp"
 #include "core/rules.hpp"
 
 #include <algorithm>
@@ -109,15 +110,27 @@ Decision decide(KeyState& state, std::span<const Limit> limits, GrantLog& log,
 
   Nanos wait = at - decision.now;
   if (!request.reserve) {
-    decision.allowed = wait == 0;
+    decision.refusal = wait == 0 ? Refusal::none : Refusal::later;
   } else if (refusing < limits.size()) {
     // A full queue refuses the request however long the caller would wait.
-    decision.allowed = false;
+    decision.refusal = Refusal::full;
     decision.binding = refusing;
     wait = std::max(wait, accept_from - decision.now);
   } else {
-    decision.allowed = wait <= request.max_wait;
+    decision.refusal = wait <= request.max_wait ? Refusal::none : Refusal::timeout;
   }
+  if (decision.refusal == Refusal::none) {
+    // Reservations could push a schedule past what int64 holds: such a slot is refused,
+    // like one beyond the caller's wait, never wrapped round.
+    for (std::size_t i = 0; i < limits.size(); ++i) {
+      if (!fits_within_bounds(state.algorithm, limits[i], states[i].slots, at, request.cost)) {
+        decision.refusal = Refusal::too_far;
+        decision.binding = i;
+        break;
+      }
+    }
+  }
+  decision.allowed = decision.refusal == Refusal::none;
   decision.wait = wait;
 
   if (decision.allowed) {
@@ -160,6 +173,7 @@ Decision inspect(const KeyState& state, GrantLog& log, Nanos now, std::int64_t c
   }
   decision.wait = at - decision.now;
   decision.allowed = decision.wait == 0;
+  decision.refusal = decision.allowed ? Refusal::none : Refusal::later;
   summarise(decision, rules, state.limits, log, decision.allowed);
   return decision;
 }

@@ -35,8 +35,18 @@ struct LimitReport {
   Nanos retry_after = 0;
 };
 
+// Why a request was refused.
+enum class Refusal {
+  none,    // granted
+  later,   // the earliest slot is later than now (`try`)
+  timeout, // the earliest slot is later than the request's `max_wait`
+  full,    // a leaky bucket's queue is full, however long the caller would wait
+  too_far, // the slot, or what taking it would store, is past k_max_time (bounds.hpp)
+};
+
 struct Decision {
   bool allowed = false;
+  Refusal refusal = Refusal::none;
   // The key's clock at the decision; differs from the request's `now` only when the system
   // clock stepped back.
   Nanos now = 0;

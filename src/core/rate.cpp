@@ -22,19 +22,28 @@ constexpr Nanos k_hour = 60 * k_minute;
 constexpr Nanos k_day = 24 * k_hour;
 
 constexpr std::array k_units{
-    Unit{"ms", k_nanos_per_milli},     Unit{"msec", k_nanos_per_milli},
-    Unit{"msecs", k_nanos_per_milli},  Unit{"millisecond", k_nanos_per_milli},
+    Unit{"ms", k_nanos_per_milli},
+    Unit{"msec", k_nanos_per_milli},
+    Unit{"msecs", k_nanos_per_milli},
+    Unit{"millisecond", k_nanos_per_milli},
     Unit{"milliseconds", k_nanos_per_milli},
-    Unit{"s", k_nanos_per_second},     Unit{"sec", k_nanos_per_second},
-    Unit{"secs", k_nanos_per_second},  Unit{"second", k_nanos_per_second},
+    Unit{"s", k_nanos_per_second},
+    Unit{"sec", k_nanos_per_second},
+    Unit{"secs", k_nanos_per_second},
+    Unit{"second", k_nanos_per_second},
     Unit{"seconds", k_nanos_per_second},
-    Unit{"m", k_minute},               Unit{"min", k_minute},
-    Unit{"mins", k_minute},            Unit{"minute", k_minute},
+    Unit{"m", k_minute},
+    Unit{"min", k_minute},
+    Unit{"mins", k_minute},
+    Unit{"minute", k_minute},
     Unit{"minutes", k_minute},
-    Unit{"h", k_hour},                 Unit{"hr", k_hour},
-    Unit{"hrs", k_hour},               Unit{"hour", k_hour},
+    Unit{"h", k_hour},
+    Unit{"hr", k_hour},
+    Unit{"hrs", k_hour},
+    Unit{"hour", k_hour},
     Unit{"hours", k_hour},
-    Unit{"d", k_day},                  Unit{"day", k_day},
+    Unit{"d", k_day},
+    Unit{"day", k_day},
     Unit{"days", k_day},
 };
 
@@ -47,7 +56,9 @@ const Unit* find_unit(std::string_view name) {
   return nullptr;
 }
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
 
 // A non-negative decimal number as an exact fraction: `mantissa / 10^scale`.
 struct Decimal {
@@ -112,14 +123,16 @@ Nanos scale_to_nanos(const Decimal& number, Nanos unit) {
   return nanos > k_max_duration ? -1 : static_cast<Nanos>(nanos);
 }
 
-std::string quoted(std::string_view text) { return fmt::format("\"{}\"", text); }
+std::string quoted(std::string_view text) {
+  return fmt::format("\"{}\"", text);
+}
 
 } // namespace
 
 Result<Nanos> parse_duration(std::string_view text) {
   auto fail = [&](std::string_view why) {
-    return Result<Nanos>::failure(fmt::format("invalid duration {}: {}; {}", quoted(text), why,
-                                              k_duration_form));
+    return Result<Nanos>::failure(
+        fmt::format("invalid duration {}: {}; {}", quoted(text), why, k_duration_form));
   };
   std::string_view rest = text;
   if (!rest.empty() && rest.front() == '-') {
@@ -202,17 +215,15 @@ Result<Rate> parse_rate(std::string_view text) {
 }
 
 std::string format_rate(const Rate& rate) {
+  // In the largest unit that divides the period: 1/2h, not 1/7200s.
   for (std::string_view name : {"d", "h", "min", "s", "ms"}) {
-    if (rate.period == find_unit(name)->length) {
+    Nanos length = find_unit(name)->length;
+    if (rate.period == length) {
       return fmt::format("{}/{}", rate.count, name);
     }
-  }
-  if (rate.period % k_nanos_per_milli == 0) {
-    Nanos ms = rate.period / k_nanos_per_milli;
-    if (ms % 1000 == 0) {
-      return fmt::format("{}/{}s", rate.count, ms / 1000);
+    if (rate.period % length == 0) {
+      return fmt::format("{}/{}{}", rate.count, rate.period / length, name);
     }
-    return fmt::format("{}/{}ms", rate.count, ms);
   }
   // Not a whole millisecond: the exact seconds, down to the nanosecond (format_seconds
   // would round).
@@ -235,6 +246,17 @@ std::string format_seconds(Nanos duration) {
     text.pop_back();
   }
   return text + "s";
+}
+
+std::string format_duration(Nanos duration) {
+  if (duration <= 60 * k_nanos_per_second) {
+    return format_seconds(duration);
+  }
+  std::int64_t seconds = ceil_div(duration, k_nanos_per_second);
+  if (seconds < 3600) {
+    return fmt::format("{}m{:02}s", seconds / 60, seconds % 60);
+  }
+  return fmt::format("{}h{:02}m{:02}s", seconds / 3600, seconds / 60 % 60, seconds % 60);
 }
 
 } // namespace ratelimit::core

@@ -31,10 +31,14 @@ Result<Rate> parse_rate(std::string_view text);
 // `1.5s`, `250ms`, `2m`, `0`, `30`.
 Result<Nanos> parse_duration(std::string_view text);
 
-// `10/s`, `3/1500ms`: the shortest form that names `rate` exactly.
+// `10/s`, `3/1500ms`, `1/2h`: the shortest form that names `rate` exactly.
 std::string format_rate(const Rate& rate);
 
 // `0.35s`, `12s`: seconds with at most 3 decimals, rounded up, for messages.
 std::string format_seconds(Nanos duration);
+
+// `0.35s`, `12s` up to a minute, then whole seconds rounded up: `1m05s`, `23h59m59s`; as
+// the countdown shows them.
+std::string format_duration(Nanos duration);
 
 } // namespace ratelimit::core

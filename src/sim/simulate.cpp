@@ -173,7 +173,21 @@ Comparison compare(std::span<const Arrival> arrivals, std::span<const Algorithm>
     as_tried.mode = Mode::try_now;
     fixed_window_peak = run(Algorithm::fixed_window, arrivals, as_tried).peak_per_period;
   }
-  comparison.recommendation = recommend(arrivals, settings.limits, *fixed_window_peak);
+  // The recommendation must agree with the table: it reads every algorithm's figures,
+  // running those not asked for.
+  std::vector<Outcome> outcomes;
+  for (Algorithm algorithm : core::k_all_algorithms) {
+    auto asked = std::find_if(comparison.runs.begin(), comparison.runs.end(),
+                              [&](const Run& one) { return one.algorithm == algorithm; });
+    Run other;
+    if (asked == comparison.runs.end()) {
+      other = run(algorithm, arrivals, settings);
+    }
+    const Run& figures = asked == comparison.runs.end() ? other : *asked;
+    outcomes.push_back({algorithm, figures.peak_per_period, figures.denied});
+  }
+  comparison.recommendation = recommend(arrivals, settings.limits, *fixed_window_peak, outcomes,
+                                        settings.mode == Mode::wait);
 
   Nanos end = arrivals.empty() ? 0 : arrivals.back().at;
   for (const Run& one : comparison.runs) {

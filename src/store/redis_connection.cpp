@@ -17,6 +17,8 @@ namespace ratelimit::store {
 
 namespace {
 
+constexpr std::string_view k_redis_password_form = "redis://[USER]:PASSWORD@HOST[:PORT][/DB]";
+
 timeval to_timeval(core::Nanos duration) {
   return {static_cast<time_t>(duration / core::k_nanos_per_second),
           static_cast<suseconds_t>(duration % core::k_nanos_per_second / core::k_nanos_per_micro)};
@@ -39,8 +41,21 @@ std::string lower_first(std::string text) {
 }
 
 // An error reply as a message: without the generic "ERR", the error code in lower case
-// ("WRONGPASS invalid ..." -> "wrongpass: invalid ...").
+// ("MOVED ..." -> "moved: ..."). Refused authentication names its cause and the URL that
+// carries a password: a server that wants one closes the connection of a client without
+// it at its first long command ("protocol error: unauthenticated multibulk length").
 std::string error_text(std::string_view message) {
+  if (message.starts_with("NOAUTH") || message.find("unauthenticated") != std::string_view::npos) {
+    return fmt::format("authentication required: the server wants a password; give it in the "
+                       "store URL, {}",
+                       k_redis_password_form);
+  }
+  if (message.starts_with("WRONGPASS") ||
+      message.find("invalid password") != std::string_view::npos) {
+    return fmt::format("wrong password or user: the server refused them; the store URL takes "
+                       "{}, the password %-escaped",
+                       k_redis_password_form);
+  }
   if (message.starts_with("ERR ")) {
     message.remove_prefix(4);
   }
@@ -155,7 +170,9 @@ void RedisConnection::connect(const RedisLocation& location) {
   }
 }
 
-RedisConnection::~RedisConnection() { close(); }
+RedisConnection::~RedisConnection() {
+  close();
+}
 
 void RedisConnection::fail(std::string_view why) const {
   throw StoreError(fmt::format("{}: {}", m_name, why));

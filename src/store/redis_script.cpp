@@ -58,10 +58,14 @@ std::string now_argument(std::optional<core::Nanos> now) {
 } // namespace
 
 void RedisScript::damaged(std::string_view key) const {
-  throw StoreError(fmt::format("{}: the state of key {} is damaged; forget it with "
-                               "`ratelimit reset {}`",
-                               m_connection.name(), util::printable_key(key),
-                               util::shell_word_for_key(key)));
+  throw DamagedState(fmt::format("{}: the state of key {} is damaged; forget it with "
+                                 "`ratelimit reset {}`",
+                                 m_connection.name(), util::printable_key(key),
+                                 util::shell_word_for_key(key)));
+}
+
+void RedisScript::clock_beyond_range() const {
+  throw StoreError(clock_beyond_range_message(m_connection.name()));
 }
 
 RedisScript::RedisScript(RedisConnection& connection, std::string prefix)
@@ -91,6 +95,9 @@ core::Decision RedisScript::decide(std::string_view key, core::Algorithm algorit
   RedisReply reply = m_connection.run_script(keys_of(key, algorithm, limits), arguments);
   std::string status = status_of(reply);
   ReplyReader read(reply);
+  if (status == "clock") {
+    clock_beyond_range();
+  }
   if (status == "damaged") {
     damaged(key);
   }
@@ -119,6 +126,12 @@ core::Decision RedisScript::decide(std::string_view key, core::Algorithm algorit
     decision.limits.push_back(report);
     markers.push_back(read.integer());
   }
+  std::int64_t refusal = read.integer();
+  if (refusal < 0 || refusal > static_cast<std::int64_t>(core::Refusal::too_far) ||
+      (refusal == 0) != decision.allowed) {
+    throw StoreError("redis: unexpected reply from the ratelimit script");
+  }
+  decision.refusal = static_cast<core::Refusal>(refusal);
   if (decision.allowed) {
     decision.grant = {at, request.cost, std::move(markers)};
   }
@@ -136,7 +149,11 @@ void RedisScript::give_back(std::string_view key, core::Algorithm algorithm,
     arguments.push_back(std::to_string(i < grant.markers.size() ? grant.markers[i] : 0));
   }
   RedisReply reply = m_connection.run_script(keys_of(key, algorithm, limits), arguments);
-  if (status_of(reply) == "damaged") {
+  std::string status = status_of(reply);
+  if (status == "clock") {
+    clock_beyond_range();
+  }
+  if (status == "damaged") {
     damaged(key);
   }
 }
@@ -149,6 +166,9 @@ std::optional<KeyStatus> RedisScript::inspect(std::string_view key,
   std::string reply_status = status_of(reply);
   if (reply_status == "none") {
     return std::nullopt;
+  }
+  if (reply_status == "clock") {
+    clock_beyond_range();
   }
   if (reply_status == "damaged") {
     damaged(key);

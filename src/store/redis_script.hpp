@@ -38,6 +38,8 @@ private:
   // Throws the StoreError for a key whose values the script cannot read (of another type,
   // set by hand, say): decide, give_back and inspect refuse it, naming `key`.
   [[noreturn]] void damaged(std::string_view key) const;
+  // Throws the StoreError for a server clock past core::k_max_time.
+  [[noreturn]] void clock_beyond_range() const;
 
   std::vector<std::string> keys_of(std::string_view key, core::Algorithm algorithm,
                                    std::span<const core::Limit> limits) const;

@@ -102,10 +102,18 @@ std::vector<KeyStatus> RedisStore::status(std::span<const std::string> keys) {
   }
   std::vector<KeyStatus> result;
   for (const std::string& key : names) {
-    std::optional<KeyStatus> status = m_script.inspect(key);
+    std::optional<KeyStatus> status;
+    try {
+      status = m_script.inspect(key);
+    } catch (const DamagedState& error) {
+      result.push_back({key, error.what(), {}, {}});
+      continue;
+    }
     if (!status) {
       continue;
     }
+    // The script refuses values out of core::within_bounds's range (in microseconds), so
+    // none of these products overflows.
     status->state.clock = to_nanos(status->state.clock);
     for (core::LimitState& limit : status->state.limits) {
       limit.limit.rate.period = to_nanos(limit.limit.rate.period);

@@ -1,5 +1,6 @@
 #include "store/sqlite_store.hpp"
 
+#include "core/bounds.hpp"
 #include "store/sqlite_grant_log.hpp"
 #include "store/state_codec.hpp"
 #include "util/clock.hpp"
@@ -23,7 +24,11 @@ std::optional<core::KeyState> decode_state(const Statement& statement) {
   if (!algorithm || !limits) {
     return std::nullopt;
   }
-  return core::KeyState{*algorithm, statement.column_int(2), std::move(*limits)};
+  core::KeyState state{*algorithm, statement.column_int(2), std::move(*limits)};
+  if (!core::within_bounds(state)) {
+    return std::nullopt;
+  }
+  return state;
 }
 
 // When a key whose standing is `standing` becomes a fresh key's, rounded up to a multiple of
@@ -96,14 +101,18 @@ Statement& SqliteStore::prepared(std::unique_ptr<Statement>& slot, const char* s
 }
 
 core::Nanos SqliteStore::now() {
-  return util::realtime_nanos();
+  core::Nanos time = util::realtime_nanos();
+  if (time > core::k_max_time) {
+    throw StoreError(clock_beyond_range_message(fmt::format("database \"{}\"", m_database.path())));
+  }
+  return time;
 }
 
 void SqliteStore::damaged(std::string_view key) const {
-  throw StoreError(fmt::format("database \"{}\": the state of key {} is damaged; "
-                               "forget it with `ratelimit reset {}`",
-                               m_database.path(), util::printable_key(key),
-                               util::shell_word_for_key(key)));
+  throw DamagedState(fmt::format("database \"{}\": the state of key {} is damaged; "
+                                 "forget it with `ratelimit reset {}`",
+                                 m_database.path(), util::printable_key(key),
+                                 util::shell_word_for_key(key)));
 }
 
 std::optional<SqliteStore::Row> SqliteStore::find(std::string_view key) {
@@ -242,12 +251,19 @@ std::vector<KeyStatus> SqliteStore::status(std::span<const std::string> keys) {
     auto add = [&](std::string name, std::int64_t id, core::KeyState state) {
       SqliteGrantLog log(m_database.handle(), id);
       core::Decision standing = core::inspect(state, log, time);
-      result.push_back({std::move(name), std::move(state), std::move(standing)});
+      result.push_back({std::move(name), {}, std::move(state), std::move(standing)});
+    };
+    auto add_damaged = [&](std::string name, const DamagedState& error) {
+      result.push_back({std::move(name), error.what(), {}, {}});
     };
     if (!keys.empty()) {
       for (const std::string& key : keys) {
-        if (auto row = find(key)) {
-          add(key, row->id, std::move(row->state));
+        try {
+          if (auto row = find(key)) {
+            add(key, row->id, std::move(row->state));
+          }
+        } catch (const DamagedState& error) {
+          add_damaged(key, error);
         }
       }
       return result;
@@ -255,19 +271,27 @@ std::vector<KeyStatus> SqliteStore::status(std::span<const std::string> keys) {
     // Every key in one pass over the table, in name order.
     Statement all(m_database.handle(),
                   fmt::format("SELECT {}, name FROM keys ORDER BY name", k_state_columns));
-    std::vector<std::pair<std::string, Row>> rows;
+    std::vector<std::pair<std::string, std::optional<Row>>> rows;
     while (all.step()) {
       std::string name(all.column_blob(5));
       std::optional<core::KeyState> state = decode_state(all);
-      if (!state) {
-        all.reset();
-        damaged(name);
+      std::optional<Row> row;
+      if (state) {
+        row = Row{all.column_int(0), std::move(*state)};
       }
-      rows.emplace_back(std::move(name), Row{all.column_int(0), std::move(*state)});
+      rows.emplace_back(std::move(name), std::move(row));
     }
     all.reset();
     for (auto& [name, row] : rows) {
-      add(std::move(name), row.id, std::move(row.state));
+      if (!row) {
+        try {
+          damaged(name);
+        } catch (const DamagedState& error) {
+          add_damaged(std::move(name), error);
+        }
+        continue;
+      }
+      add(std::move(name), row->id, std::move(row->state));
     }
     return result;
   });

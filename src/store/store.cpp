@@ -15,4 +15,10 @@ std::string key_conflict_message(std::string_view key, core::Algorithm stored,
                      util::shell_word_for_key(key));
 }
 
+std::string clock_beyond_range_message(std::string_view store) {
+  return fmt::format("{}: the clock is beyond the supported range (times up to "
+                     "2116-02-20T23:53:38Z); check the system clock",
+                     store);
+}
+
 } // namespace ratelimit::store

@@ -15,6 +15,13 @@ public:
   using std::runtime_error::runtime_error;
 };
 
+// The stored state of a key cannot be read (set by hand, damaged, out of bounds): the
+// key must be reset. Exit status 3.
+class DamagedState : public StoreError {
+public:
+  using StoreError::StoreError;
+};
+
 // The request cannot apply to the stored key (another algorithm created it). Exit status 2.
 class KeyConflict : public std::runtime_error {
 public:
@@ -31,6 +38,9 @@ public:
 // A key's standing, as `status` shows it.
 struct KeyStatus {
   std::string key;
+  // Why the key's state cannot be read, when it cannot (the DamagedState message); then
+  // `state` and `standing` are empty.
+  std::string damage;
   core::KeyState state;
   core::Decision standing; // from core::inspect at the store's now
 };
@@ -51,7 +61,8 @@ public:
   virtual void give_back(std::string_view key, core::Algorithm algorithm,
                          std::span<const core::Limit> limits, const core::Grant& grant) = 0;
 
-  // The standing of `keys`, or of every key when `keys` is empty; unknown keys are absent.
+  // The standing of `keys`, or of every key when `keys` is empty; unknown keys are absent,
+  // a damaged key says so in its `damage` and does not hide the others.
   virtual std::vector<KeyStatus> status(std::span<const std::string> keys) = 0;
 
   // Forgets `keys` (all keys when `all`); returns how many existed.
@@ -63,6 +74,10 @@ public:
   // The store's clock, in nanoseconds since the epoch.
   virtual core::Nanos now() = 0;
 };
+
+// The message for a clock past core::k_max_time, of the store named `store`: such a clock
+// decides nothing. Exit status 3.
+std::string clock_beyond_range_message(std::string_view store);
 
 // The message for a key created by another algorithm than the one asked for.
 std::string key_conflict_message(std::string_view key, core::Algorithm stored,

@@ -159,6 +159,56 @@ test_reset_forgets_a_damaged_key() {
   expect_status 0 rl try k -r 1/min
 }
 
+# Sets the burst of KEY's first limit to BURST, as a damaged database or a hand edit might.
+set_stored_burst() {
+  local key=$1 burst=$2
+  if [ "$STORE" = redis ]; then
+    local limits
+    limits=$(rcli HGET "ratelimit:{$key}" limits)
+    rcli HSET "ratelimit:{$key}" limits "$(echo "$limits" | awk -v b="$burst" '{$3 = b; print}')" >/dev/null
+  else
+    local hex le
+    hex=$(sqlite3 "$DB" "SELECT hex(limits) FROM keys WHERE name = CAST('$key' AS BLOB)")
+    le=$(printf '%016x' "$burst" | sed 's/../& /g' | awk '{for (i = NF; i >= 1; i--) printf "%s", $i}')
+    sqlite3 "$DB" "UPDATE keys SET limits = x'${hex:0:32}$le${hex:48}' WHERE name = CAST('$key' AS BLOB)"
+  fi
+}
+
+# Stored state is read with the bounds the parser applies: a burst of 2^62 would overflow
+# the bucket's arithmetic, so it is damaged state (exit 3), for status as for decisions.
+test_a_stored_value_out_of_bounds_is_damaged_state() {
+  rl try k -r 1/min
+  set_stored_burst k 4611686018427387904
+  expect_status 3 rl status
+  expect_one_line
+  expect_contains "$ERR" 'the state of key "k" is damaged; forget it with `ratelimit reset k`'
+  expect_status 3 rl try k -r 1/min
+  expect_contains "$ERR" 'the state of key "k" is damaged'
+  expect_status 0 rl reset k
+  expect_status 0 rl try k -r 1/min
+}
+
+# One damaged key hides no other: status shows the others, names the damaged one on
+# stderr, and exits 3 once it has shown them.
+test_status_shows_the_other_keys_when_one_is_damaged() {
+  rl try a -r 1/min
+  rl try b -r 1/min
+  rl try c -r 1/min
+  set_stored_burst b 4611686018427387904
+  expect_status 3 rl status
+  expect_one_line
+  expect_contains "$ERR" 'the state of key "b" is damaged; forget it with `ratelimit reset b`'
+  expect_contains "$OUT" '"a"'
+  expect_contains "$OUT" '"c"'
+  expect_status 3 rl --json status
+  expect_contains "$OUT" '"key":"a"'
+  expect_contains "$OUT" '"key":"c"'
+  expect_status 3 rl status c b a
+  expect_one_line
+  expect_contains "$OUT" '"a"'
+  expect_contains "$OUT" '"c"'
+}
+
 # Decisions collect fresh keys too, now and then: keys meant for an explicit gc are made
 # with periods that outlast the commands that make them. Redis has nothing to collect: its
 # values expire when fresh (test_redis.sh).

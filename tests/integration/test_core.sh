@@ -68,6 +68,29 @@ test_json_fields() {
   expect_true "retry_after_ms $retry in (10000, 12000]" test "$retry" -gt 10000 -a "$retry" -le 12000
 }
 
+# status shows durations as the countdown does and rates in their largest unit.
+test_status_shows_durations_and_rates_as_the_countdown_does() {
+  rl try d -r 1/7200s
+  expect_status 0 rl status d || return
+  expect_contains "$OUT" '1/2h burst 1'
+  expect_true "status shows hours: $OUT" grep -Eq '  [12]h[0-5][0-9]m[0-5][0-9]s  +[12]h[0-5][0-9]m[0-5][0-9]s ' <<<"$OUT"
+}
+
+# Only the buckets take a burst: the window algorithms' JSON has none.
+test_json_has_a_burst_only_for_the_buckets() {
+  local algorithm
+  for algorithm in fixed-window sliding-window sliding-log; do
+    expect_status 0 rl --json try "w-$algorithm" -r 5/s -r 100/min -a "$algorithm"
+    expect_true "no burst for $algorithm: $OUT" test "${OUT#*burst}" = "$OUT"
+    expect_status 0 rl --json status "w-$algorithm"
+    expect_true "no burst in status for $algorithm: $OUT" test "${OUT#*burst}" = "$OUT"
+  done
+  expect_status 0 rl --json try b -r 5/s -b 7 -a leaky-bucket
+  expect_eq 7 "$(json_field "$OUT" burst)" "leaky-bucket burst"
+  expect_status 0 rl --json status b
+  expect_contains "$OUT" '"burst":7'
+}
+
 test_bad_input_exits_2_with_one_line() {
   local args
   while IFS='|' read -r expected args; do
@@ -94,7 +117,7 @@ unknown algorithm "token_bucket"; did you mean "token-bucket"?|try k -r 5/s -a t
 unknown command "fly"|fly k -r 5/s
 --rate is required; expected --rate N/PERIOD; see ratelimit try --help|try k
 a KEY is required; expected ratelimit try KEY [OPTIONS]|try -r 5/s
-not expected: --frobnicate; see ratelimit try --help|try k -r 5/s --frobnicate
+unknown option "--frobnicate"; see ratelimit try --help|try k -r 5/s --frobnicate
 --rate: a value is missing; expected --rate N/PERIOD|try k -r
 --timeout: a value is missing; expected --timeout DURATION|wait k -r 5/s -t
 --cost: given more than once; expected --cost N once|try k -r 5/s -c 1 -c 2
@@ -271,6 +294,62 @@ test_wait_timeout_refuses_without_reserving() {
   retry=$(json_field "$OUT" retry_after_ms)
   expect_true "retry_after_ms $retry still about a minute" test "$retry" -le 60000
   expect_status 0 rl wait t2 -r 1/min -t 0
+}
+
+test_a_wait_timeout_refusal_names_the_timeout() {
+  rl try t -r 1/min
+  expect_status 1 rl wait t -r 1/min -t 2s
+  expect_one_line
+  expect_contains "$ERR" 'ratelimit: "t" limited (token-bucket 1/min, burst 1); next slot in '
+  expect_contains "$ERR" ', beyond --timeout 2s'
+}
+
+# A leaky bucket refuses a reservation when its queue is full, however long the caller
+# would wait: the message says so and names -b.
+test_a_full_leaky_bucket_queue_says_so() {
+  rl try q -r 1/min -a leaky-bucket -b 1
+  "$RATELIMIT" wait q -r 1/min -a leaky-bucket -b 1 -q &
+  local waiter=$!
+  wait_for_reservation q 60000
+  expect_status 1 rl wait q -r 1/min -a leaky-bucket -b 1
+  expect_one_line
+  expect_contains "$ERR" 'ratelimit: "q" limited (leaky-bucket 1/min, burst 1): its queue is full (-b sets its depth); room in '
+  kill -KILL $waiter
+  wait $waiter 2>/dev/null
+}
+
+# Reservations of 10 years each would push the schedule past what int64 nanoseconds hold
+# after a few dozen: from the year 2116 on the slot is refused as too far away (exit 1),
+# never wrapped round into a slot granted at once.
+test_reservations_are_refused_past_the_latest_time_never_wrapped() {
+  local i pids=() alive=0 refused=0 at_once=0 rc
+  for i in $(seq 1 30); do
+    "$RATELIMIT" wait far -r 1/3650d >"out.$i" 2>"err.$i" &
+    pids+=($!)
+  done
+  sleep 4
+  for i in $(seq 1 30); do
+    if kill -0 "${pids[$((i - 1))]}" 2>/dev/null; then
+      alive=$((alive + 1))
+      continue
+    fi
+    wait "${pids[$((i - 1))]}"
+    rc=$?
+    if [ $rc = 0 ] && [ $at_once = 0 ]; then
+      at_once=1 # the first to decide, granted at once
+    elif [ $rc != 1 ]; then
+      fail "wait $i ended with status $rc: $(cat "err.$i")"
+    elif ! grep -q 'the next slot is too far away' "err.$i"; then
+      fail "wait $i: $(cat "err.$i")"
+    else
+      refused=$((refused + 1))
+    fi
+  done
+  kill -KILL "${pids[@]}" 2>/dev/null
+  wait 2>/dev/null
+  # 2026 + 8 x 10 years is the last slot before 2116: at most 9 sleep, the rest refused.
+  expect_true "$alive waits sleeping, at most 10" test "$alive" -le 10
+  expect_true "$refused waits refused as too far away, at least 20" test "$refused" -ge 20
 }
 
 # Starts `rl wait` in the background with SIGINT at its default disposition (a

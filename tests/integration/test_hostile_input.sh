@@ -85,6 +85,46 @@ test_overflowing_numbers() {
   expect_usage_error "limited-exit-code" -E -1 try k -r 5/s
 }
 
+# A clock past 2116 (2^62 ns), or past 2262 where int64 nanoseconds end, decides nothing:
+# exit 3, and the key is left as it was.
+test_a_clock_beyond_the_supported_range_is_refused() {
+  on_store sqlite || return 0
+  expect_status 0 rl try k -r 1/min
+  local offset
+  for offset in +100y +300y; do
+    expect_status 3 rl_at "$offset" try k -r 1/min
+    expect_one_line
+    expect_contains "$ERR" 'the clock is beyond the supported range'
+    expect_status 3 rl_at "$offset" status
+    expect_contains "$ERR" 'the clock is beyond the supported range'
+  done
+  expect_status 1 rl try k -r 1/min -q
+}
+
+# A misspelt option or command gets its near miss, even when the misspelling leaves a
+# required option missing.
+test_misspelt_options_and_commands_get_a_suggestion() {
+  expect_usage_error 'unknown option "--rat"; did you mean "--rate"?; see ratelimit try --help' try k --rat 1/s
+  expect_usage_error 'unknown option "--rat"; did you mean "--rate"?' try k -r 1/s --rat 1/s
+  expect_usage_error 'unknown option "--jsn"; did you mean "--json"?' --jsn try k -r 1/s
+  expect_usage_error 'unknown option "--jso"; did you mean "--json"?' try k -r 1/s --jso
+  expect_usage_error 'unknown option "-x"; see ratelimit try --help' try k -r 1/s -x
+  expect_usage_error 'unknown command "tyr"; did you mean "try"?; expected one of try, wait,' tyr k -r 1/s
+  expect_usage_error 'unknown command "zzzzzz"; expected one of' zzzzzz k
+}
+
+# A command's --help lists the global options it accepts after its name.
+test_command_help_lists_the_global_options() {
+  local command
+  for command in try wait run pipe status reset gc; do
+    expect_status 0 rl "$command" --help || continue
+    expect_contains "$OUT" "Global options (before or after the command):"
+    expect_contains "$OUT" "--db PATH"
+    expect_contains "$OUT" "-E,--limited-exit-code N"
+    expect_contains "$OUT" "--store URL"
+  done
+}
+
 test_fractional_zero_and_negative_costs() {
   local cost
   for cost in 0.5 1.5 1e3 0 -1 -0 +1 0x10 "" " 1" "1 " 1/2 one; do

@@ -88,6 +88,22 @@ test_password_is_sent_and_never_shown() {
   rcli -a 'pa@ss' --no-auth-warning CONFIG SET requirepass '' >/dev/null
 }
 
+# A server that wants a password closes the connection of a client without one at its
+# first long command; the message names the cause and the URL form, never the password.
+test_refused_authentication_names_its_cause() {
+  rcli CONFIG SET requirepass 'pa@ss' >/dev/null
+  expect_status 3 rl --store "redis://127.0.0.1:$REDIS_PORT" try k -r 1/s
+  expect_one_line
+  expect_contains "$ERR" "ratelimit: redis 127.0.0.1:$REDIS_PORT: authentication required: the server wants a password; give it in the store URL, redis://[USER]:PASSWORD@HOST[:PORT][/DB]"
+  expect_status 3 rl --store "redis://127.0.0.1:$REDIS_PORT" status
+  expect_contains "$ERR" "authentication required"
+  expect_status 3 rl --store "redis://:hunter2x@127.0.0.1:$REDIS_PORT" try k -r 1/s
+  expect_one_line
+  expect_contains "$ERR" "wrong password or user"
+  expect_true "the password is not in the message: $ERR" test "${ERR#*hunter2x}" = "$ERR"
+  rcli -a 'pa@ss' --no-auth-warning CONFIG SET requirepass '' >/dev/null
+}
+
 test_keys_live_under_the_prefix_in_one_hash_tag() {
   expect_status 0 rl --redis-prefix app: try 'my key' -r 5/s -r 10/min -a sliding-log
   expect_status 0 rl try plain -r 5/min

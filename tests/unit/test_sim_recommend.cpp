@@ -57,3 +57,26 @@ TEST_CASE("sim::recommend: bursts go to token-bucket, an even overload to leaky-
   CHECK(sim::gap_variation(random) < 1.2);
   CHECK(sim::recommend(random, limit(10), 10).algorithm == Algorithm::leaky_bucket);
 }
+
+TEST_CASE("sim::recommend agrees with the table: no choice that exceeds N or denies waiters") {
+  auto bursts = profile(sim::Profile::burst);
+  std::vector<sim::Outcome> table = {{Algorithm::token_bucket, 19, 0},
+                                     {Algorithm::leaky_bucket, 10, 40},
+                                     {Algorithm::fixed_window, 10, 0},
+                                     {Algorithm::sliding_window, 12, 0},
+                                     {Algorithm::sliding_log, 10, 0}};
+  auto recommendation = sim::recommend(bursts, limit(10), 10, table, true);
+  CHECK(recommendation.algorithm == Algorithm::sliding_log);
+  CHECK(recommendation.reason.find("token-bucket let 19 through in one 1s, above the limit of "
+                                   "10") != std::string::npos);
+  // The same figures within the limit leave the shape's choice alone.
+  table[0].peak_per_period = 10;
+  CHECK(sim::recommend(bursts, limit(10), 10, table, true).algorithm == Algorithm::token_bucket);
+  // A leaky bucket that denied waiters is ruled out in wait mode only.
+  auto steady = profile(sim::Profile::steady, {2, 1});
+  recommendation = sim::recommend(steady, limit(10), 10, table, true);
+  CHECK(recommendation.algorithm == Algorithm::sliding_log);
+  CHECK(recommendation.reason.find("leaky-bucket denied 40 requests that were to wait") !=
+        std::string::npos);
+  CHECK(sim::recommend(steady, limit(10), 10, table, false).algorithm == Algorithm::leaky_bucket);
+}

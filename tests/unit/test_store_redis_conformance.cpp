@@ -241,8 +241,9 @@ std::vector<Configuration> configurations(core::Algorithm algorithm) {
        {limit(2, k_second / 10), limit(10, k_second), limit(50, 60 * k_second)},
        t0},
       {"1e8/day", {limit(100'000'000, 86'400 * k_second)}, t0},
-      // Near 2^53 microseconds (the year 2255), where doubles are about to lose integers.
-      {"1e8/day late", {limit(100'000'000, 86'400 * k_second)}, 8'990'000'000'000'000},
+      // Months before the latest time counted (core::k_max_time, 2^62 ns: the year 2116),
+      // where doubles hold integers of 52 bits.
+      {"1e8/day late", {limit(100'000'000, 86'400 * k_second)}, 4'600'000'000'000'000},
   };
 }
 

@@ -66,3 +66,25 @@ end
 local function is_exact(n)
   return n > -k_exact and n < k_exact and n == math.floor(n)
 end
+
+-- The bounds of src/core/bounds.hpp in microseconds: times from -2^60 to 2^62 ns, window
+-- counts up to 2^53 - 1; a period of at most 10 years (366 days each), a bucket's refill
+-- of at most twice that.
+local k_max_time = 4611686018427387
+local k_min_time = -1152921504606846
+local k_max_total = k_exact - 1
+local k_max_count = 1000000000000
+local k_max_duration = 10 * 366 * 24 * 3600 * 1000000
+
+local function is_time(n)
+  return n ~= nil and is_exact(n) and n >= k_min_time and n <= k_max_time
+end
+
+local function is_total(n)
+  return n ~= nil and is_exact(n) and n >= 0 and n <= k_max_total
+end
+
+-- The buckets take a burst; the windows count grants in their second and third slots.
+local function takes_burst(algorithm)
+  return algorithm == 'token-bucket' or algorithm == 'leaky-bucket'
+end

@@ -6,10 +6,11 @@
 --             With an explicit now nothing expires, so that a test's clock need not be real.
 --   decide    ARGV[3..] algorithm cost reserve(0|1) max_wait(-1: none) n, n x (count
 --             period burst) -> {'ok', allowed, now, wait, binding, remaining, reset_after,
---             at, n, n x (remaining, reset_after, retry_after, marker)}
+--             at, n, n x (remaining, reset_after, retry_after, marker), refusal}
 --             or {'conflict', stored algorithm}
 --   decide, give_back and inspect reply {'damaged'} for a key whose values this script did
---   not write (another type, unreadable fields)
+--   not write (another type, unreadable fields, values out of bounds), and {'clock'} when
+--   the clock is past the latest time the store counts
 --   give_back ARGV[3..] algorithm at cost n, n x (count period burst), n x marker -> {'ok'}
 --   inspect   ARGV[3] cost (empty: 1) -> {'none'} or {'ok', algorithm, clock, now, allowed,
 --             wait, binding, n, n x (count period burst s1 s2 s3 remaining reset_after
@@ -37,6 +38,24 @@ local function make_limit(count, period, burst)
   return {count = count, period = period, burst = burst, interval = ceil_div(period, count)}
 end
 
+-- Whether a stored limit and its slots are within the bounds that core::within_bounds
+-- applies, so that no arithmetic below leaves the exact integers. A bucket's refill may
+-- pass twice the longest period by a microsecond per unit of burst: the periods here are
+-- rounded up to whole microseconds.
+local function within_bounds(algorithm, limit, slots)
+  local count, period, burst = limit.count, limit.period, limit.burst
+  if not (is_exact(count) and is_exact(period) and is_exact(burst)) or count < 1 or
+      count > k_max_count or period < 1 or period > k_max_duration or count > period * 1000 or
+      burst < 1 or burst > k_max_total then
+    return false
+  end
+  if takes_burst(algorithm) then
+    return burst * ceil_div(period, count) <= 2 * k_max_duration + burst and
+               is_time(slots[1]) and is_time(slots[2]) and is_time(slots[3])
+  end
+  return burst <= k_max_count and is_time(slots[1]) and is_total(slots[2]) and is_total(slots[3])
+end
+
 -- The stored state, or nil for a fresh key; nil and 'damaged' for a value it cannot read,
 -- one of another type included (set by hand, say).
 local function load()
@@ -55,13 +74,19 @@ local function load()
   for word in string.gmatch(flat[3] or '', '%S+') do
     values[#values + 1] = tonumber(word)
   end
-  if not rules[state.algorithm or ''] or not state.clock or #values == 0 or #values % 6 ~= 0 then
+  if not rules[state.algorithm or ''] or not is_time(state.clock) or #values == 0 or
+      #values % 6 ~= 0 then
     return nil, 'damaged'
   end
   for i = 1, #values, 6 do
+    local limit = {count = values[i], period = values[i + 1], burst = values[i + 2]}
+    local slots = {values[i + 3], values[i + 4], values[i + 5]}
+    if not within_bounds(state.algorithm, limit, slots) then
+      return nil, 'damaged'
+    end
     state.limits[#state.limits + 1] = {
-      limit = make_limit(values[i], values[i + 1], values[i + 2]),
-      slots = {values[i + 3], values[i + 4], values[i + 5]},
+      limit = make_limit(limit.count, limit.period, limit.burst),
+      slots = slots,
     }
   end
   return state
@@ -254,15 +279,28 @@ local function decide()
     allowed = max_wait < 0 or wait <= max_wait
   end
 
-  local markers = {}
+  local refusal = 0 -- core::Refusal: none, later, timeout, full, too_far
+  if not reserve then
+    refusal = allowed and 0 or 1
+  elseif refusing then
+    refusal = 3
+  elseif not allowed then
+    refusal = 2
+  end
   if allowed then
+    -- Reservations could push a schedule past what the store counts exactly: such a slot
+    -- is refused, like one beyond the caller's wait (core::fits_within_bounds).
     for i, limit in ipairs(limits) do
       local s = states[i]
-      if not is_exact(math.max(at, s[1]) + cost * limit.interval + limit.period) or
-          not is_exact(s[2] + cost) then
-        return redis.error_reply('the slot is beyond what this store can count; reset the key')
+      if at > k_max_time or math.max(at, s[1]) + cost * limit.interval > k_max_time or
+          (not takes_burst(algorithm) and s[2] + cost > k_max_total) then
+        allowed, refusal, binding = false, 4, i
+        break
       end
     end
+  end
+  local markers = {}
+  if allowed then
     for i, limit in ipairs(limits) do
       markers[i] = rule.take(limit, states[i], log, clock, at, cost)
     end
@@ -282,6 +320,7 @@ local function decide()
       reply[#reply + 1] = value
     end
   end
+  reply[#reply + 1] = refusal
   return reply
 end
 
@@ -357,6 +396,11 @@ local function reset()
   end
   local removed = redis.call('DEL', unpack(keys))
   return removed > 0 and 1 or 0
+end
+
+-- A clock past the latest time the store counts (core::k_max_time) decides nothing.
+if op ~= 'reset' and now > k_max_time then
+  return {'clock'}
 end
 
 if op == 'decide' then
