@@ -10,11 +10,12 @@ namespace ratelimit::store {
 // The identity and version of our database files: `PRAGMA application_id` ("RLMT") and
 // `PRAGMA user_version`.
 inline constexpr std::int32_t k_application_id = 0x524c4d54;
-inline constexpr std::int32_t k_schema_version = 1;
+inline constexpr std::int32_t k_schema_version = 2;
 
 // An open ratelimit database: the SQLite connection, and the file descriptor whose flock
 // serialises writers. Opening creates the file when it is missing, and refuses (with
-// StoreError) a file that is not ours or has a newer schema, without writing to it.
+// StoreError) a file that is not ours or has a newer schema, without writing to it. A
+// database of an older schema of ours is upgraded in place, under the lock.
 class SqliteDatabase {
 public:
   SqliteDatabase(std::string path, core::Nanos lock_timeout);
@@ -41,6 +42,7 @@ private:
   void close();
   void create();
   void check_identity();
+  void upgrade();
 
   std::string m_path;
   core::Nanos m_lock_timeout;
@@ -48,6 +50,8 @@ private:
   int m_busy_timeout_ms = 0;
   int m_fd = -1;
   sqlite3* m_db = nullptr;
+  // The schema version in the file's header when it was opened.
+  std::int32_t m_version = k_schema_version;
 };
 
 } // namespace ratelimit::store

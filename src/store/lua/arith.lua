@@ -66,3 +66,21 @@ end
 local function is_exact(n)
   return n > -k_exact and n < k_exact and n == math.floor(n)
 end
+
+local k_far = 4503599627370496 -- 2^52, far beyond any time a key reaches
+
+-- `duration` of use at the interval `from`, as a duration at the interval `to`, rounded up
+-- (core::rescale); saturates at k_far.
+local function rescale(duration, from, to)
+  if duration <= 0 then
+    return 0
+  end
+  if duration / from * to >= k_far then
+    return k_far
+  end
+  local q, r = mul_div(duration, to, from)
+  if r > 0 then
+    q = q + 1
+  end
+  return q
+end
