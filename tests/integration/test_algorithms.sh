@@ -313,12 +313,24 @@ test_cost_above_what_a_limit_holds_exits_2() {
     expect_contains "$ERR" "3/min holds at most 3" "stderr"
     expect_status 0 rl try "c-$algorithm" -r 5/s -a "$algorithm" -c 5
   done
-  # The buckets hold their burst, whatever N is.
+  # The token bucket holds its burst, whatever N is.
   expect_status 0 rl try big -r 5/s -a token-bucket -b 8 -c 8
   expect_status 2 rl try small -r 5/s -a token-bucket -b 2 -c 3
   expect_contains "$ERR" "holds at most 2" "stderr"
-  expect_status 2 rl try queue -r 5/s -a leaky-bucket -b 2 -c 3
-  expect_contains "$ERR" "holds at most 2" "stderr"
+  # The leaky bucket admits at most N in any PERIOD: its queue depth bounds waiting, not
+  # cost.
+  expect_status 2 rl try lb-over -r 1/s -a leaky-bucket -b 2 -c 2
+  expect_contains "$ERR" "leaky-bucket 1/s holds at most 1" "stderr"
+  expect_status 0 rl try queue -r 5/s -a leaky-bucket -b 1 -c 2
+}
+
+test_a_leaky_bucket_spaces_costs_so_that_no_period_holds_more_than_n() {
+  # 3 then 5 units at 5/s: (3 + 5 - 1) intervals of 200 ms apart, not 3.
+  expect_status 0 rl try lb -r 5/s -a leaky-bucket -c 3
+  expect_status 1 rl try lb -r 5/s -a leaky-bucket -c 5
+  expect_contains "$ERR" "next slot in 1." "stderr"
+  # A wait whose own cost is more than the queue holds is still accepted.
+  expect_status 0 rl wait deep -r 20/s -a leaky-bucket -b 1 -c 3
 }
 
 # --- behaviour that only concurrency shows --------------------------------------------
