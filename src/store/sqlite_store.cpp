@@ -198,12 +198,19 @@ core::Decision SqliteStore::decide(std::string_view key, core::Algorithm algorit
                                    std::span<const core::Limit> limits, core::Request request) {
   return transaction([&] {
     std::optional<Row> existing = find(key);
-    if (existing && existing->state.algorithm != algorithm) {
-      throw KeyConflict(key_conflict_message(key, existing->state.algorithm, algorithm));
-    }
     // The clock is read under the lock, so that decisions on a key are made in the order
     // of their times.
     request.now = now();
+    if (existing && existing->state.algorithm != algorithm) {
+      // A fresh key belongs to no algorithm: forgetting it changes no decision, and Redis
+      // lets it expire.
+      SqliteGrantLog old_log(m_database.handle(), existing->id);
+      if (!core::is_fresh(existing->state, old_log, request.now)) {
+        throw KeyConflict(key_conflict_message(key, existing->state.algorithm, algorithm));
+      }
+      erase(existing->id);
+      existing.reset();
+    }
     Row row = existing ? *existing : Row{0, {algorithm, 0, {}}};
     if (!existing && algorithm == core::Algorithm::sliding_log) {
       row = find_or_create(key, algorithm); // the log's entries need the key's id

@@ -223,7 +223,24 @@ local function decide()
     return damaged()
   end
   if state and state.algorithm ~= algorithm then
-    return {'conflict', state.algorithm}
+    -- A fresh key belongs to no algorithm (it would expire now): forgotten, as gc would.
+    local stored_rule = rules[state.algorithm]
+    local stored_clock = math.max(now, state.clock)
+    local limits_of, states_of = {}, {}
+    for i, st in ipairs(state.limits) do
+      limits_of[i], states_of[i] = st.limit, st.slots
+    end
+    local _, reset_after = summarise(state.algorithm, limits_of, states_of, redis_log(base),
+                                     stored_clock)
+    if stored_rule.shares_state and #states_of > 0 then
+      reset_after = math.max(reset_after, states_of[1][1] + state.log_period - stored_clock)
+    end
+    if reset_after > 0 then
+      return {'conflict', state.algorithm}
+    end
+    local by_time, by_cost = log_keys(base)
+    redis.call('DEL', base, by_time, by_cost)
+    state = nil
   end
   local rule = rules[algorithm]
   local log = redis_log(base)
