@@ -2,10 +2,13 @@
 #include "cli/commands.hpp"
 #include "cli/exit_status.hpp"
 #include "cli/usage_error.hpp"
+#include "util/key_text.hpp"
 
+#include "util/key_text.hpp"
 #include <CLI/CLI.hpp>
 #include <cerrno>
 #include <cstring>
+
 #include <fmt/format.h>
 #include <memory>
 #include <optional>
@@ -33,7 +36,8 @@ int execute(const std::vector<std::string>& command) {
   std::fflush(stdout);
   ::execvp(argv[0], argv.data());
   int error = errno;
-  fmt::print(stderr, "ratelimit: cannot run \"{}\": {}\n", command[0],
+  // Escaped as keys are: a command name must not forge a line or reach the terminal raw.
+  fmt::print(stderr, "ratelimit: cannot run {}: {}\n", util::printable_key(command[0]),
              error == ENOENT ? "command not found" : std::strerror(error));
   return error == ENOENT ? k_exit_not_found : k_exit_cannot_execute;
 }

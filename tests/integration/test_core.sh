@@ -322,6 +322,10 @@ test_run_exit_statuses_for_a_command_that_cannot_run() {
   expect_status 127 rl run job -r 10/s -- ./no-such-command
   expect_one_line
   expect_contains "$ERR" 'cannot run "./no-such-command"'
+  # Escaped as keys are: one line, no raw control characters.
+  expect_status 127 rl run job -r 10/s -- $'no\nsuch\e[2J'
+  expect_one_line
+  expect_contains "$ERR" 'cannot run "no\nsuch\x1b[2J"'
   printf 'echo hi\n' >not-executable
   expect_status 126 rl run job -r 10/s -- ./not-executable
   expect_status 2 rl run job -r 10/s
