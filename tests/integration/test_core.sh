@@ -427,6 +427,17 @@ SQL
   expect_status 0 rl try other -r 1/s
 }
 
+test_a_database_on_a_pseudo_file_system_names_the_real_cause() {
+  on_store sqlite || return 0
+  local db
+  for db in /proc/x.db /sys/x.db; do
+    expect_status 3 rl --db "$db" try k -r 1/s
+    expect_one_line
+    expect_contains "$ERR" "cannot create database \"$db\": no such file or directory"
+    expect_true "not a full disk: $ERR" test "${ERR#*disk is full}" = "$ERR"
+  done
+}
+
 test_newer_schema_is_refused_and_unchanged() {
   on_store sqlite || return 0
   rl try k -r 1/s
