@@ -132,6 +132,7 @@ Run run(Algorithm algorithm, std::span<const Arrival> arrivals, const Settings& 
       continue;
     }
     ++result.admitted;
+    result.admitted_cost += arrivals[i].cost;
     result.granted_at[i] = decision.grant.at;
     Nanos wait = decision.grant.at - arrivals[i].at;
     result.max_wait = std::max(result.max_wait, wait);
