@@ -252,13 +252,13 @@ private:
   }
 
   // How many records one wake-up may release: the cost every limit lets through within
-  // k_batch_latency, and holds at once (its burst). 1 when the burst is a single record.
+  // k_batch_latency, and grants at once (Limit::max_cost). 1 when that is a single record.
   static std::size_t batch_records(const LimitedRequest& request) {
     std::int64_t units = std::numeric_limits<std::int64_t>::max();
     for (const core::Limit& limit : request.limits) {
       std::int64_t due =
           std::max<std::int64_t>(1, k_batch_latency / limit.rate.emission_interval());
-      units = std::min({units, due, limit.capacity(request.algorithm)});
+      units = std::min({units, due, limit.max_cost(request.algorithm)});
     }
     return static_cast<std::size_t>(std::max<std::int64_t>(1, units / request.cost));
   }

@@ -4,10 +4,13 @@
 #include "cli/report.hpp"
 #include "cli/usage_error.hpp"
 #include "util/standard_streams.hpp"
+#include "util/key_text.hpp"
 
+#include "util/key_text.hpp"
 #include <CLI/CLI.hpp>
 #include <cerrno>
 #include <cstring>
+
 #include <fmt/format.h>
 #include <memory>
 #include <optional>
@@ -39,7 +42,8 @@ int execute(const std::vector<std::string>& command) {
   }
   ::execvp(argv[0], argv.data());
   int error = errno;
-  util::write_stderr(fmt::format("ratelimit: cannot run \"{}\": {}\n", command[0],
+  // Escaped as keys are: a command name must not forge a line or reach the terminal raw.
+  util::write_stderr(fmt::format("ratelimit: cannot run {}: {}\n", util::printable_key(command[0]),
                                  error == ENOENT ? "command not found" : std::strerror(error)));
   return error == ENOENT ? k_exit_not_found : k_exit_cannot_execute;
 }

@@ -204,6 +204,7 @@ void print_json(Output& out, const SimulationReport& report) {
         .field("mode", sim::mode_name(report.settings->mode))
         .field("admitted", run.admitted)
         .field("denied", run.denied)
+        .field("admitted_cost", run.admitted_cost)
         .field("peak_per_period", run.peak_per_period)
         .raw_field("max_wait_ms", json_millis(run.max_wait))
         .raw_field("mean_wait_ms", json_millis(run.mean_wait))

@@ -33,13 +33,15 @@ bool within_bounds(const KeyState& state) {
   if (!is_time(state.clock)) {
     return false;
   }
-  // Slot 0 is a time for every algorithm; slots 1 and 2 are counts for the windows
-  // (costs granted, cumulative costs) and times or unused for the buckets.
+  // Slot 0 is a time for every algorithm; slots 1 and 2 are times or unused for the
+  // buckets, and counts for the windows and the log (costs granted, cumulative costs), but
+  // for the fixed window's slot 2, the time of its latest grant.
   bool counts = !takes_burst(state.algorithm);
+  bool third_is_time = !counts || state.algorithm == Algorithm::fixed_window;
   return std::all_of(state.limits.begin(), state.limits.end(), [&](const LimitState& limit) {
     return is_limit(state.algorithm, limit.limit) && is_time(limit.slots[0]) &&
-           (counts ? is_total(limit.slots[1]) && is_total(limit.slots[2])
-                   : is_time(limit.slots[1]) && is_time(limit.slots[2]));
+           (counts ? is_total(limit.slots[1]) : is_time(limit.slots[1])) &&
+           (third_is_time ? is_time(limit.slots[2]) : is_total(limit.slots[2]));
   });
 }
 

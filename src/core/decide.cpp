@@ -31,33 +31,52 @@ const Rules& rules_for(Algorithm algorithm) {
 
 namespace {
 
-// The stored state of each requested limit, by period; a limit not stored yet is fresh.
-std::vector<LimitState> states_for(const KeyState& state, std::span<const Limit> limits) {
+// The state of each requested limit: a stored limit equal to it keeps its state; any
+// other is derived from the stored ones (Rules::carry), so that grants belong to the key,
+// whatever limits the earlier calls named.
+std::vector<LimitState> states_for(const Rules& rules, const KeyState& state,
+                                   std::span<const Limit> limits, Nanos now) {
   std::vector<LimitState> result;
   result.reserve(limits.size());
   for (const Limit& limit : limits) {
-    auto stored =
-        std::find_if(state.limits.begin(), state.limits.end(),
-                     [&](const LimitState& s) { return s.limit.rate.period == limit.rate.period; });
-    result.push_back({limit, stored != state.limits.end() ? stored->slots : LimitState{}.slots});
+    auto stored = std::find_if(state.limits.begin(), state.limits.end(),
+                               [&](const LimitState& s) { return s.limit == limit; });
+    result.push_back({limit, stored != state.limits.end() ? stored->slots
+                                                          : rules.carry(limit, state.limits, now)});
   }
   return result;
 }
 
-// Writes `states` back into `state`. A stored limit that this request did not name keeps
-// its state: another process may still be limited by it, and a sliding log's entries
-// must keep agreeing with their cumulative costs.
-void store_states(KeyState& state, const std::vector<LimitState>& states) {
-  for (const LimitState& updated : states) {
-    auto stored = std::find_if(state.limits.begin(), state.limits.end(), [&](const LimitState& s) {
-      return s.limit.rate.period == updated.limit.rate.period;
-    });
-    if (stored != state.limits.end()) {
-      *stored = updated;
-    } else {
-      state.limits.push_back(updated);
-    }
+// Whether `state` holds exactly `limits`, in this order.
+bool holds_limits(const KeyState& state, std::span<const Limit> limits) {
+  return std::equal(state.limits.begin(), state.limits.end(), limits.begin(), limits.end(),
+                    [](const LimitState& s, const Limit& limit) { return s.limit == limit; });
+}
+
+// The longest period of `limits`.
+Nanos longest_period(std::span<const Limit> limits) {
+  Nanos longest = 0;
+  for (const Limit& limit : limits) {
+    longest = std::max(longest, limit.rate.period);
   }
+  return longest;
+}
+
+// The limit whose period is the log's retention, for a shared state's `take` and
+// `give_back`.
+Limit retention_limit(const KeyState& state, std::span<const Limit> limits) {
+  Limit retention = limits.front();
+  retention.rate.period = std::max(longest_period(limits), state.log_period);
+  return retention;
+}
+
+// A shared log's grants still inside its retention: until then the key is not fresh,
+// since a call with the retention's period would count them.
+Nanos retention_after(const Rules& rules, const KeyState& state, Nanos now) {
+  if (!rules.shares_state() || state.limits.empty()) {
+    return 0;
+  }
+  return std::max<Nanos>(0, state.limits.front().slots[0] + state.log_period - now);
 }
 
 // Fills in what each limit has left. `pick_binding`: the decision was granted at once,
@@ -88,7 +107,7 @@ Decision decide(KeyState& state, std::span<const Limit> limits, GrantLog& log,
   decision.now = std::max(request.now, state.clock);
   decision.limits.resize(limits.size());
   state.clock = decision.now;
-  std::vector<LimitState> states = states_for(state, limits);
+  std::vector<LimitState> states = states_for(rules, state, limits, decision.now);
 
   Nanos at = decision.now;
   Nanos accept_from = std::numeric_limits<Nanos>::min();
@@ -135,11 +154,28 @@ Decision decide(KeyState& state, std::span<const Limit> limits, GrantLog& log,
 
   if (decision.allowed) {
     decision.grant = {at, request.cost, {}};
-    for (std::size_t i = 0; i < limits.size(); ++i) {
-      decision.grant.markers.push_back(
-          rules.take(limits[i], states[i], log, decision.now, at, request.cost));
+    if (rules.shares_state()) {
+      std::int64_t marker = rules.take(retention_limit(state, limits), states[0], log, decision.now,
+                                       at, request.cost);
+      for (LimitState& limit_state : states) {
+        limit_state.slots = states[0].slots;
+      }
+      decision.grant.markers.assign(limits.size(), marker);
+    } else {
+      for (std::size_t i = 0; i < limits.size(); ++i) {
+        decision.grant.markers.push_back(
+            rules.take(limits[i], states[i], log, decision.now, at, request.cost));
+      }
     }
-    store_states(state, states);
+  }
+  // The state holds the limits of the last call: those no longer named do not linger, and
+  // what they had in use is in the states derived from them. A denied call changes nothing
+  // else.
+  if (decision.allowed || !holds_limits(state, limits)) {
+    state.limits = states;
+  }
+  if (rules.shares_state()) {
+    state.log_period = std::max(state.log_period, longest_period(limits));
   }
   summarise(decision, rules, states, log, decision.allowed && wait == 0);
   return decision;
@@ -149,11 +185,21 @@ void give_back(KeyState& state, std::span<const Limit> limits, GrantLog& log, Na
                const Grant& grant) {
   const Rules& rules = rules_for(state.algorithm);
   state.clock = std::max(state.clock, now);
-  std::vector<LimitState> states = states_for(state, limits);
-  for (std::size_t i = 0; i < limits.size() && i < grant.markers.size(); ++i) {
-    rules.give_back(limits[i], states[i], log, grant.at, grant.cost, grant.markers[i]);
+  std::vector<LimitState> states = states_for(rules, state, limits, state.clock);
+  if (rules.shares_state()) {
+    if (!grant.markers.empty()) {
+      rules.give_back(retention_limit(state, limits), states[0], log, grant.at, grant.cost,
+                      grant.markers[0]);
+      for (LimitState& limit_state : states) {
+        limit_state.slots = states[0].slots;
+      }
+    }
+  } else {
+    for (std::size_t i = 0; i < limits.size() && i < grant.markers.size(); ++i) {
+      rules.give_back(limits[i], states[i], log, grant.at, grant.cost, grant.markers[i]);
+    }
   }
-  store_states(state, states);
+  state.limits = std::move(states);
 }
 
 Decision inspect(const KeyState& state, GrantLog& log, Nanos now, std::int64_t cost) {
@@ -175,12 +221,17 @@ Decision inspect(const KeyState& state, GrantLog& log, Nanos now, std::int64_t c
   decision.allowed = decision.wait == 0;
   decision.refusal = decision.allowed ? Refusal::none : Refusal::later;
   summarise(decision, rules, state.limits, log, decision.allowed);
+  decision.reset_after =
+      std::max(decision.reset_after, retention_after(rules, state, decision.now));
   return decision;
 }
 
 bool is_fresh(const KeyState& state, GrantLog& log, Nanos now) {
   const Rules& rules = rules_for(state.algorithm);
   Nanos time = std::max(now, state.clock);
+  if (retention_after(rules, state, time) > 0) {
+    return false;
+  }
   return std::all_of(state.limits.begin(), state.limits.end(), [&](const LimitState& limit_state) {
     return rules.usage(limit_state.limit, limit_state, log, time).reset_after == 0;
   });

@@ -10,7 +10,8 @@ namespace ratelimit::core {
 namespace {
 
 class FixedWindow final : public Rules {
-  // slots[0]: start of the latest window with grants; slots[1]: the cost granted in it.
+  // slots[0]: start of the latest window with grants; slots[1]: the cost granted in it;
+  // slots[2]: the time of the latest grant (0 in a state written before it was kept).
   static Nanos& start(LimitState& state) { return state.slots[0]; }
   static Nanos start(const LimitState& state) { return state.slots[0]; }
   static std::int64_t& count(LimitState& state) { return state.slots[1]; }
@@ -36,6 +37,7 @@ public:
       count(state) = 0;
     }
     count(state) += cost;
+    state.slots[2] = std::max(state.slots[2], at);
     return window;
   }
 
@@ -61,6 +63,46 @@ public:
     }
     return {std::max<std::int64_t>(0, limit.rate.count - count(state)),
             start(state) + period - now};
+  }
+
+  std::array<std::int64_t, 3> carry(const Limit& limit, std::span<const LimitState> stored,
+                                    Nanos now) const override {
+    // A stored window's grants lie between its start and its latest grant (or `now`, or
+    // its start when it lies ahead: the bounds before the latest grant was kept). The new
+    // window is the one that holds the latest of them; every stored count that may lie in
+    // it counts there, and the new limit grants nothing before it.
+    Nanos period = limit.rate.period;
+    auto latest_of = [&](const LimitState& state) {
+      return std::max({now, start(state), state.slots[2]});
+    };
+    Nanos latest = now;
+    Nanos latest_grant = 0;
+    for (const LimitState& state : stored) {
+      if (count(state) > 0) {
+        latest = std::max(latest, latest_of(state));
+        latest_grant = std::max(latest_grant, state.slots[2]);
+      }
+    }
+    Nanos window = window_start(latest, period);
+    std::int64_t used = 0;
+    for (const LimitState& state : stored) {
+      if (count(state) > 0 && start(state) < window + period && latest_of(state) >= window) {
+        used = std::max(used, count(state));
+      }
+      // Reservations that filled the stored limit's windows between now and its latest one
+      // are no longer counted: if the new window reaches into them, it is full. So is it
+      // when it overlaps a full stored window with reservations still ahead: a full count
+      // may stand for more than its limit's N, which a carried state cannot tell.
+      if (count(state) > 0 && start(state) > window_start(now, state.limit.rate.period) &&
+          window < start(state)) {
+        used = std::max(used, limit.rate.count);
+      }
+      if (count(state) >= state.limit.rate.count && state.slots[2] > now &&
+          start(state) < window + period && latest_of(state) >= window) {
+        used = std::max(used, limit.rate.count);
+      }
+    }
+    return {window, used, latest_grant};
   }
 };
 

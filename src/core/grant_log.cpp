@@ -16,8 +16,8 @@ auto first_reaching(Log& log, std::int64_t cumulative) {
 
 } // namespace
 
-std::optional<std::int64_t> MemoryGrantLog::cumulative_through(Nanos period, Nanos time) {
-  auto& log = m_logs[period];
+std::optional<std::int64_t> MemoryGrantLog::cumulative_through(Nanos time) {
+  auto& log = m_log;
   auto after = std::upper_bound(log.begin(), log.end(), time,
                                 [](Nanos t, const Entry& entry) { return t < entry.time; });
   if (after == log.begin()) {
@@ -26,8 +26,8 @@ std::optional<std::int64_t> MemoryGrantLog::cumulative_through(Nanos period, Nan
   return std::prev(after)->cumulative;
 }
 
-std::optional<Nanos> MemoryGrantLog::time_reaching(Nanos period, std::int64_t cumulative) {
-  auto& log = m_logs[period];
+std::optional<Nanos> MemoryGrantLog::time_reaching(std::int64_t cumulative) {
+  auto& log = m_log;
   auto found = first_reaching(log, cumulative);
   if (found == log.end()) {
     return std::nullopt;
@@ -35,9 +35,8 @@ std::optional<Nanos> MemoryGrantLog::time_reaching(Nanos period, std::int64_t cu
   return found->time;
 }
 
-std::optional<std::int64_t> MemoryGrantLog::cumulative_before(Nanos period,
-                                                              std::int64_t cumulative) {
-  auto& log = m_logs[period];
+std::optional<std::int64_t> MemoryGrantLog::cumulative_before(std::int64_t cumulative) {
+  auto& log = m_log;
   auto found = first_reaching(log, cumulative);
   if (found == log.begin()) {
     return std::nullopt;
@@ -45,27 +44,27 @@ std::optional<std::int64_t> MemoryGrantLog::cumulative_before(Nanos period,
   return std::prev(found)->cumulative;
 }
 
-std::optional<Nanos> MemoryGrantLog::last_time(Nanos period) {
-  auto& log = m_logs[period];
+std::optional<Nanos> MemoryGrantLog::last_time() {
+  auto& log = m_log;
   if (log.empty()) {
     return std::nullopt;
   }
   return log.back().time;
 }
 
-void MemoryGrantLog::append(Nanos period, Nanos time, std::int64_t cumulative) {
-  m_logs[period].push_back({time, cumulative});
+void MemoryGrantLog::append(Nanos time, std::int64_t cumulative) {
+  m_log.push_back({time, cumulative});
 }
 
-void MemoryGrantLog::forget_through(Nanos period, Nanos time) {
-  auto& log = m_logs[period];
-  while (!log.empty() && log.front().time <= time) {
+void MemoryGrantLog::forget_before(std::int64_t cumulative) {
+  auto& log = m_log;
+  while (!log.empty() && log.front().cumulative < cumulative) {
     log.pop_front();
   }
 }
 
-void MemoryGrantLog::remove(Nanos period, std::int64_t cumulative, std::int64_t cost) {
-  auto& log = m_logs[period];
+void MemoryGrantLog::remove(std::int64_t cumulative, std::int64_t cost) {
+  auto& log = m_log;
   auto found = std::find_if(log.begin(), log.end(),
                             [&](const Entry& entry) { return entry.cumulative == cumulative; });
   if (found == log.end()) {
@@ -74,11 +73,6 @@ void MemoryGrantLog::remove(Nanos period, std::int64_t cumulative, std::int64_t 
   for (auto it = log.erase(found); it != log.end(); ++it) {
     it->cumulative -= cost;
   }
-}
-
-std::size_t MemoryGrantLog::size(Nanos period) const {
-  auto found = m_logs.find(period);
-  return found == m_logs.end() ? 0 : found->second.size();
 }
 
 } // namespace ratelimit::core

@@ -1,11 +1,15 @@
-// Leaky bucket as a queue with a constant output (virtual scheduling): grants leave
-// exactly one emission interval apart, a request of cost C takes C intervals, and the
-// state is the next free output time. The queue holds the grants after `now`: with
-// `burst` of them waiting ahead, a request overflows it and is refused at once; a `try`
-// is granted only when the output is free now.
+// Leaky bucket as a queue with a constant output (virtual scheduling): grants leave one
+// emission interval apart per unit, and the state is the next free output time, the last
+// grant's time plus its cost in intervals. A request of cost C leaves C - 1 intervals
+// after that, so that two grants are (C1 + C2 - 1) intervals apart and no PERIOD holds
+// more than N units of cost: grants g_1 < ... < g_m within a PERIOD are at least
+// (total - 1) intervals apart, and PERIOD is at most N intervals. The queue holds the
+// grants after `now`: with `burst` units of them waiting ahead, a request overflows it and
+// is refused at once, whatever its own cost; a `try` is granted only when its slot is now.
 #include "core/rules.hpp"
 
 #include <algorithm>
+#include <optional>
 
 namespace ratelimit::core {
 
@@ -19,10 +23,11 @@ class LeakyBucket final : public Rules {
 public:
   Slot earliest(const Limit& limit, const LimitState& state, GrantLog&, Nanos now,
                 std::int64_t cost) const override {
-    // Requests queued ahead at `now`: ceil((next - now) / interval) - 1 must leave room for
-    // `cost` in a queue of `burst`.
+    // Units queued ahead at `now`, ceil((next - now) / interval) - 1, must be fewer than
+    // `burst`.
     Nanos interval = limit.rate.emission_interval();
-    return {std::max(now, next(state)), next(state) - (limit.burst - cost + 1) * interval};
+    return {std::max(now, next(state) + (cost - 1) * interval),
+            next(state) - limit.burst * interval};
   }
 
   std::int64_t take(const Limit& limit, LimitState& state, GrantLog&, Nanos, Nanos at,
@@ -46,6 +51,35 @@ public:
     std::int64_t queued =
         std::max<std::int64_t>(0, ceil_div(pending, limit.rate.emission_interval()) - 1);
     return {std::max<std::int64_t>(0, limit.burst - queued), pending};
+  }
+
+  std::array<std::int64_t, 3> carry(const Limit& limit, std::span<const LimitState> stored,
+                                    Nanos now) const override {
+    // As the token bucket's: a stored limit at most as fast as the new one bounds the next
+    // free time at the new rate (every grant was spaced at least as far apart as the new
+    // rate asks, and the last one, at most `next - interval`, keeps its cost in new
+    // intervals); of those bounds the least holds. A faster one bounds nothing: its units
+    // queued are kept, at the new rate, and of those the most.
+    Nanos to = limit.rate.emission_interval();
+    std::optional<Nanos> bound;
+    Nanos kept = 0;
+    for (const LimitState& state : stored) {
+      Nanos from = state.limit.rate.emission_interval();
+      Nanos free_at = next(state);
+      if (from >= to) {
+        Nanos converted = free_at <= now ? free_at : now + rescale(free_at - now, from, to);
+        converted = std::max(converted, free_at - from + to);
+        bound = bound ? std::min(*bound, converted) : converted;
+      } else {
+        // Units queued at the faster limit: at most its queue and one request more are
+        // counted again at the new rate (time beyond them stays as time), and the last
+        // grant is spaced at the new rate, so that switching back and forth never compounds.
+        Nanos pending = std::max<Nanos>(0, free_at - now);
+        Nanos units = std::min(pending, (state.limit.burst + state.limit.rate.count) * from);
+        kept = std::max(kept, std::max(free_at - from + to, now + rescale(units, from, to)));
+      }
+    }
+    return {bound ? *bound : kept, 0, 0};
   }
 };
 

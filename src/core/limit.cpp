@@ -35,10 +35,10 @@ std::optional<std::string> check_limits(Algorithm algorithm, std::span<const Lim
                            format_rate(limits[j].rate), format_rate(limit.rate));
       }
     }
-    std::int64_t capacity = limit.capacity(algorithm);
-    if (cost > capacity) {
+    std::int64_t max_cost = limit.max_cost(algorithm);
+    if (cost > max_cost) {
       return fmt::format("cost {} can never be granted: {} {} holds at most {}", cost,
-                         algorithm_name(algorithm), format_rate(limit.rate), capacity);
+                         algorithm_name(algorithm), format_rate(limit.rate), max_cost);
     }
   }
   return std::nullopt;

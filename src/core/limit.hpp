@@ -23,11 +23,17 @@ struct Limit {
     return takes_burst(algorithm) ? burst : rate.count;
   }
 
+  // The most cost one request may take: a token bucket's capacity; for the others N, the
+  // most any PERIOD may hold (a leaky bucket's queue depth bounds waiting, not cost).
+  std::int64_t max_cost(Algorithm algorithm) const {
+    return algorithm == Algorithm::token_bucket ? burst : rate.count;
+  }
+
   friend bool operator==(const Limit&, const Limit&) = default;
 };
 
-// The stored state of one limit of one key, identified by its limit's period. What the
-// three slots mean belongs to the algorithm (see rules.hpp); all zero is a fresh key.
+// The stored state of one limit of one key. What the three slots mean belongs to the algorithm (see
+// rules.hpp); all zero is a fresh key.
 struct LimitState {
   Limit limit;
   std::array<std::int64_t, 3> slots{};
@@ -41,7 +47,12 @@ struct KeyState {
   // The latest time this key has seen: a key's clock never runs backwards, so a system
   // clock stepped back grants nothing that was not already available.
   Nanos clock = 0;
+  // The limits of the key's last call, and their state: a limit that a call no longer
+  // names is not kept (what it had in use carries over to the limits named instead).
   std::vector<LimitState> limits;
+  // Sliding log: the longest period any call on the key has named. The key's one log keeps
+  // the grants of that long, so that no limit, however long its period, misses any.
+  Nanos log_period = 0;
 };
 
 // Why `limits` cannot serve a request of `cost`, or nothing when they can: an empty list,

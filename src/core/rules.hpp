@@ -3,8 +3,10 @@
 #include "core/grant_log.hpp"
 #include "core/limit.hpp"
 
+#include <array>
 #include <cstdint>
 #include <limits>
+#include <span>
 
 namespace ratelimit::core {
 
@@ -49,12 +51,37 @@ public:
 
   virtual Usage usage(const Limit& limit, const LimitState& state, GrantLog& log,
                       Nanos now) const = 0;
+
+  // The state for `limit`, which the key's last call did not name, derived from the
+  // `stored` limits (of that call) at `now`: what they have in use carries over, so that
+  // a changed limit never makes a key fresh. Conservative: where the stored state cannot
+  // tell, it assumes more in use, never less. `stored` empty: a fresh key's state.
+  virtual std::array<std::int64_t, 3> carry(const Limit& limit, std::span<const LimitState> stored,
+                                            Nanos now) const = 0;
+
+  // Whether every limit's state is one state of the key (the sliding log: one log, one
+  // set of slots); then `take` and `give_back` are called once, for the longest period.
+  virtual bool shares_state() const { return false; }
 };
+
+// `duration` of use at the interval `from`, as a duration at the interval `to`, rounded
+// up (a conversion of units in use from one rate to another); saturates far beyond any
+// time a key can reach.
+inline Nanos rescale(Nanos duration, Nanos from, Nanos to) {
+  constexpr Nanos k_far = std::numeric_limits<Nanos>::max() / 4;
+  if (duration <= 0) {
+    return 0;
+  }
+  Wide scaled = (Wide{duration} * to + from - 1) / from;
+  return scaled > k_far ? k_far : static_cast<Nanos>(scaled);
+}
 
 const Rules& rules_for(Algorithm algorithm);
 
 // The start of the window of length `period` that holds `time`; windows are aligned to
 // multiples of `period` since the epoch.
-inline Nanos window_start(Nanos time, Nanos period) { return floor_div(time, period) * period; }
+inline Nanos window_start(Nanos time, Nanos period) {
+  return floor_div(time, period) * period;
+}
 
 } // namespace ratelimit::core

@@ -14,6 +14,7 @@
 #include "core/rules.hpp"
 
 #include <algorithm>
+#include <optional>
 
 namespace ratelimit::core {
 
@@ -59,6 +60,43 @@ public:
     Nanos owed = std::max<Nanos>(0, tat(state) - now);
     std::int64_t tokens = limit.burst - ceil_div(owed, interval);
     return {std::clamp<std::int64_t>(tokens, 0, limit.burst), owed};
+  }
+
+  std::array<std::int64_t, 3> carry(const Limit& limit, std::span<const LimitState> stored,
+                                    Nanos now) const override {
+    // A stored limit at most as fast as the new one bounds it: its TAT is at least
+    // t + cost * its interval for every grant t (with `cost` granted from t on), so the
+    // same units at the new, shorter interval end no later than its time in use, rescaled.
+    // Of those bounds the least holds. A faster stored limit bounds nothing; its units in
+    // use are kept, at the new rate, and of those the most.
+    Nanos to = limit.rate.emission_interval();
+    std::optional<Nanos> bound;
+    Nanos kept = 0;
+    Nanos latest_grant = 0;
+    for (const LimitState& state : stored) {
+      Nanos from = state.limit.rate.emission_interval();
+      Nanos owed_until = tat(state);
+      Nanos latest_at = state.slots[1];
+      latest_grant = std::max(latest_grant, latest_at);
+      if (from >= to) {
+        Nanos converted =
+            owed_until <= now ? owed_until : now + rescale(owed_until - now, from, to);
+        // A reservation after `now` (at most the latest grant) ends its units from there.
+        if (latest_at > now && latest_at < owed_until) {
+          converted = std::max(converted, latest_at + rescale(owed_until - latest_at, from, to));
+        }
+        bound = bound ? std::min(*bound, converted) : converted;
+      } else {
+        // Units in use at the faster limit: at most its burst and one request more are
+        // counted again at the new rate (time it owes beyond them stays owed as time), so
+        // that switching back and forth never compounds.
+        Nanos owed = std::max<Nanos>(0, owed_until - now);
+        Nanos units = std::min(
+            owed, (state.limit.burst + state.limit.max_cost(Algorithm::token_bucket)) * from);
+        kept = std::max(kept, std::max(owed_until, now + rescale(units, from, to)));
+      }
+    }
+    return {bound ? *bound : kept, latest_grant, 0};
   }
 };
 

@@ -132,16 +132,13 @@ Run run(Algorithm algorithm, std::span<const Arrival> arrivals, const Settings& 
       continue;
     }
     ++result.admitted;
+    result.admitted_cost += arrivals[i].cost;
     result.granted_at[i] = decision.grant.at;
     Nanos wait = decision.grant.at - arrivals[i].at;
     result.max_wait = std::max(result.max_wait, wait);
     total_wait += wait;
     if (algorithm == Algorithm::sliding_log) {
-      std::size_t entries = 0;
-      for (const core::Limit& limit : settings.limits) {
-        entries += log.size(limit.rate.period);
-      }
-      most_entries = std::max(most_entries, entries);
+      most_entries = std::max(most_entries, log.size());
     }
   }
   if (result.admitted > 0) {

@@ -38,6 +38,8 @@ struct Run {
   std::vector<core::Nanos> granted_at;
   std::int64_t admitted = 0;
   std::int64_t denied = 0;
+  // The cost of the admitted requests, in the unit of `peak_per_period`.
+  std::int64_t admitted_cost = 0;
   // The most cost granted in any half-open interval as long as the reference PERIOD.
   std::int64_t peak_per_period = 0;
   // Between arrival and grant, over the admitted requests; 0 in try mode.

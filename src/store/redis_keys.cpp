@@ -19,15 +19,12 @@ std::string redis_key(std::string_view prefix, std::string_view key) {
 }
 
 std::vector<std::string> redis_keys_of(std::string_view prefix, std::string_view key,
-                                       const std::vector<std::int64_t>& periods_us,
                                        bool sliding_log) {
   std::string base = redis_key(prefix, key);
   std::vector<std::string> names{base};
   if (sliding_log) {
-    for (std::int64_t period : periods_us) {
-      names.push_back(base + ":t:" + std::to_string(period));
-      names.push_back(base + ":c:" + std::to_string(period));
-    }
+    names.push_back(base + ":t");
+    names.push_back(base + ":c");
   }
   return names;
 }

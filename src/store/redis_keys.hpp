@@ -15,9 +15,9 @@ namespace ratelimit::store {
 // one-to-one with keys.
 std::string redis_key(std::string_view prefix, std::string_view key);
 
-// The hash and the sliding logs that hold `key`'s state for limits of `periods_us`.
+// The hash that holds `key`'s state and, for a sliding log, the two sorted sets of its one
+// log (whatever limits its calls name).
 std::vector<std::string> redis_keys_of(std::string_view prefix, std::string_view key,
-                                       const std::vector<std::int64_t>& periods_us,
                                        bool sliding_log);
 
 // The KEY whose hash is named `name`, or nothing when `name` is not such a hash (a sliding

@@ -72,12 +72,8 @@ RedisScript::RedisScript(RedisConnection& connection, std::string prefix)
     : m_connection(connection), m_prefix(std::move(prefix)) {}
 
 std::vector<std::string> RedisScript::keys_of(std::string_view key, core::Algorithm algorithm,
-                                              std::span<const core::Limit> limits) const {
-  std::vector<std::int64_t> periods;
-  for (const core::Limit& limit : limits) {
-    periods.push_back(limit.rate.period);
-  }
-  return redis_keys_of(m_prefix, key, periods, algorithm == core::Algorithm::sliding_log);
+                                              std::span<const core::Limit>) const {
+  return redis_keys_of(m_prefix, key, algorithm == core::Algorithm::sliding_log);
 }
 
 core::Decision RedisScript::decide(std::string_view key, core::Algorithm algorithm,
@@ -209,6 +205,14 @@ std::optional<KeyStatus> RedisScript::inspect(std::string_view key,
     standing.limits.push_back(report);
     standing.reset_after = std::max(standing.reset_after, report.reset_after);
     standing.remaining = std::min(standing.remaining, report.remaining);
+  }
+  status.state.log_period = read.integer();
+  if (status.state.algorithm == core::Algorithm::sliding_log) {
+    // Not fresh while the log holds grants that its longest period would count (as
+    // core::inspect).
+    standing.reset_after =
+        std::max(standing.reset_after,
+                 status.state.limits.front().slots[0] + status.state.log_period - standing.now);
   }
   return status;
 }

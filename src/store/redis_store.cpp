@@ -115,6 +115,7 @@ std::vector<KeyStatus> RedisStore::status(std::span<const std::string> keys) {
     // The script refuses values out of core::within_bounds's range (in microseconds), so
     // none of these products overflows.
     status->state.clock = to_nanos(status->state.clock);
+    status->state.log_period = to_nanos(status->state.log_period);
     for (core::LimitState& limit : status->state.limits) {
       limit.limit.rate.period = to_nanos(limit.limit.rate.period);
       limit.slots[0] = to_nanos(limit.slots[0]); // every algorithm's first slot is a time

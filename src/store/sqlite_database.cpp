@@ -1,6 +1,7 @@
 #include "store/sqlite_database.hpp"
 
 #include "store/sqlite_error.hpp"
+#include "store/sqlite_upgrade.hpp"
 #include "store/store.hpp"
 #include "util/errno_text.hpp"
 #include "util/file_lock.hpp"
@@ -20,7 +21,7 @@ namespace {
 
 constexpr const char* k_schema = R"sql(
 PRAGMA application_id = 1380732244;
-PRAGMA user_version = 1;
+PRAGMA user_version = 2;
 PRAGMA journal_mode = WAL;
 CREATE TABLE keys (
   id INTEGER PRIMARY KEY,
@@ -30,17 +31,19 @@ CREATE TABLE keys (
   limits BLOB NOT NULL,
   -- When the state becomes a fresh key's (the key's clock plus its reset_after): garbage
   -- collection finds the keys it can forget in this index without reading the others.
-  fresh_at INTEGER NOT NULL DEFAULT 0
+  fresh_at INTEGER NOT NULL DEFAULT 0,
+  -- Sliding log: the longest period a call on the key has named, how long its log keeps.
+  log_period INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX keys_by_fresh_at ON keys (fresh_at);
+-- A sliding-log key's one log, whatever limits its calls named.
 CREATE TABLE grant_log (
   key_id INTEGER NOT NULL,
-  period INTEGER NOT NULL,
   cumulative INTEGER NOT NULL,
   at INTEGER NOT NULL,
-  PRIMARY KEY (key_id, period, cumulative)
+  PRIMARY KEY (key_id, cumulative)
 ) WITHOUT ROWID;
-CREATE INDEX grant_log_by_time ON grant_log (key_id, period, at);
+CREATE INDEX grant_log_by_time ON grant_log (key_id, at);
 )sql";
 
 static_assert(k_application_id == 1380732244, "k_schema spells the application id");
@@ -122,6 +125,35 @@ void SqliteDatabase::open() {
   sqlite3_file_control(m_db, "main", SQLITE_FCNTL_PERSIST_WAL, &persist_wal);
   sqlite3_wal_hook(m_db, truncate_long_wal, &m_busy_timeout_ms);
   execute("PRAGMA synchronous = NORMAL");
+  if (m_version < k_schema_version) {
+    upgrade();
+  }
+}
+
+void SqliteDatabase::upgrade() {
+  lock();
+  struct Unlock {
+    SqliteDatabase& database;
+    ~Unlock() { database.unlock(); }
+  } unlock_at_exit{*this};
+  execute("BEGIN IMMEDIATE");
+  try {
+    // Another process may have upgraded it since the header was read.
+    sqlite3_stmt* statement = nullptr;
+    std::int64_t version = k_schema_version;
+    if (sqlite3_prepare_v2(m_db, "PRAGMA user_version", -1, &statement, nullptr) == SQLITE_OK &&
+        sqlite3_step(statement) == SQLITE_ROW) {
+      version = sqlite3_column_int64(statement, 0);
+    }
+    sqlite3_finalize(statement);
+    if (version == 1) {
+      upgrade_from_version_1(m_db);
+    }
+    execute("COMMIT");
+  } catch (...) {
+    sqlite3_exec(m_db, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
 }
 
 SqliteDatabase::~SqliteDatabase() {
@@ -215,6 +247,7 @@ void SqliteDatabase::check_identity() {
   if (version < 1) {
     refuse(fmt::format("unknown schema version {}", version));
   }
+  m_version = version;
 }
 
 void SqliteDatabase::lock() {

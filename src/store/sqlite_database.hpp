@@ -10,7 +10,7 @@ namespace ratelimit::store {
 // The identity and version of our database files: `PRAGMA application_id` ("RLMT") and
 // `PRAGMA user_version`.
 inline constexpr std::int32_t k_application_id = 0x524c4d54;
-inline constexpr std::int32_t k_schema_version = 1;
+inline constexpr std::int32_t k_schema_version = 2;
 
 // Whether opening a database that does not exist creates it.
 enum class Creation {
@@ -21,8 +21,9 @@ enum class Creation {
 // An open ratelimit database: the SQLite connection, and the file descriptor whose flock
 // serialises writers. Opening creates the file when it is missing (unless `creation` says
 // never), with the mode the umask leaves of 0666, and refuses (with StoreError) a file that
-// is not ours or has a newer schema, without writing to it. `path` is a file name, never
-// an SQLite URI nor ":memory:".
+// is not ours or has a newer schema, without writing to it. A database of an older schema
+// of ours is upgraded in place, under the lock. `path` is a file name, never an SQLite URI
+// nor ":memory:".
 class SqliteDatabase {
 public:
   SqliteDatabase(std::string path, core::Nanos lock_timeout,
@@ -50,6 +51,7 @@ private:
   void close();
   void create();
   void check_identity();
+  void upgrade();
 
   // As the user gave it, for messages.
   std::string m_path;
@@ -61,6 +63,8 @@ private:
   int m_busy_timeout_ms = 0;
   int m_fd = -1;
   sqlite3* m_db = nullptr;
+  // The schema version in the file's header when it was opened.
+  std::int32_t m_version = k_schema_version;
 };
 
 } // namespace ratelimit::store

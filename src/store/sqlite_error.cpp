@@ -15,7 +15,17 @@ namespace {
 bool no_space_left(std::string_view path) {
   struct statvfs fs {};
   std::string directory = util::parent_directory(std::string(path));
-  return ::statvfs(directory.c_str(), &fs) == 0 && (fs.f_bavail == 0 || fs.f_favail == 0);
+  // A pseudo file system (/proc, /sys) has no blocks and no inodes at all: it is not full,
+  // it just holds no files of ours.
+  return ::statvfs(directory.c_str(), &fs) == 0 && fs.f_blocks > 0 &&
+         (fs.f_bavail == 0 || (fs.f_files > 0 && fs.f_favail == 0));
+}
+
+// Whether the directory of `path` is on a file system without blocks (/proc, /sys).
+bool pseudo_file_system(std::string_view path) {
+  struct statvfs fs {};
+  std::string directory = util::parent_directory(std::string(path));
+  return ::statvfs(directory.c_str(), &fs) == 0 && fs.f_blocks == 0;
 }
 
 } // namespace
@@ -38,6 +48,9 @@ std::string sqlite_failure_reason(sqlite3* db, int rc, std::string_view path) {
   }
   if ((primary == SQLITE_IOERR || primary == SQLITE_CANTOPEN) && no_space_left(path)) {
     return util::describe_errno(ENOSPC);
+  }
+  if (primary == SQLITE_CANTOPEN && system_error != 0 && pseudo_file_system(path)) {
+    return util::describe_errno(system_error);
   }
   if (primary == SQLITE_BUSY || primary == SQLITE_LOCKED) {
     return "it is locked by another process for longer than the lock timeout; see "

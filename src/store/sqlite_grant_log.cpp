@@ -23,66 +23,60 @@ std::optional<std::int64_t> SqliteGrantLog::single_value(Statement& statement) {
   return value;
 }
 
-std::optional<std::int64_t> SqliteGrantLog::cumulative_through(core::Nanos period,
-                                                               core::Nanos time) {
-  Statement& statement = prepared(
-      m_cumulative_through, "SELECT cumulative FROM grant_log WHERE key_id = ?1 AND period = ?2 "
-                            "AND at <= ?3 ORDER BY at DESC, cumulative DESC LIMIT 1");
-  statement.bind(1, m_key_id).bind(2, period).bind(3, time);
+std::optional<std::int64_t> SqliteGrantLog::cumulative_through(core::Nanos time) {
+  Statement& statement = prepared(m_cumulative_through,
+                                  "SELECT cumulative FROM grant_log WHERE key_id = ?1 AND at <= ?2 "
+                                  "ORDER BY at DESC, cumulative DESC LIMIT 1");
+  statement.bind(1, m_key_id).bind(2, time);
   return single_value(statement);
 }
 
-std::optional<core::Nanos> SqliteGrantLog::time_reaching(core::Nanos period,
-                                                         std::int64_t cumulative) {
+std::optional<core::Nanos> SqliteGrantLog::time_reaching(std::int64_t cumulative) {
   Statement& statement =
-      prepared(m_time_reaching, "SELECT at FROM grant_log WHERE key_id = ?1 AND period = ?2 "
-                                "AND cumulative >= ?3 ORDER BY cumulative LIMIT 1");
-  statement.bind(1, m_key_id).bind(2, period).bind(3, cumulative);
+      prepared(m_time_reaching, "SELECT at FROM grant_log WHERE key_id = ?1 "
+                                "AND cumulative >= ?2 ORDER BY cumulative LIMIT 1");
+  statement.bind(1, m_key_id).bind(2, cumulative);
   return single_value(statement);
 }
 
-std::optional<std::int64_t> SqliteGrantLog::cumulative_before(core::Nanos period,
-                                                              std::int64_t cumulative) {
-  Statement& statement = prepared(
-      m_cumulative_before, "SELECT cumulative FROM grant_log WHERE key_id = ?1 AND period = ?2 "
-                           "AND cumulative < ?3 ORDER BY cumulative DESC LIMIT 1");
-  statement.bind(1, m_key_id).bind(2, period).bind(3, cumulative);
-  return single_value(statement);
-}
-
-std::optional<core::Nanos> SqliteGrantLog::last_time(core::Nanos period) {
+std::optional<std::int64_t> SqliteGrantLog::cumulative_before(std::int64_t cumulative) {
   Statement& statement =
-      prepared(m_last_time, "SELECT at FROM grant_log WHERE key_id = ?1 AND period = ?2 "
-                            "ORDER BY cumulative DESC LIMIT 1");
-  statement.bind(1, m_key_id).bind(2, period);
+      prepared(m_cumulative_before, "SELECT cumulative FROM grant_log WHERE key_id = ?1 "
+                                    "AND cumulative < ?2 ORDER BY cumulative DESC LIMIT 1");
+  statement.bind(1, m_key_id).bind(2, cumulative);
   return single_value(statement);
 }
 
-void SqliteGrantLog::append(core::Nanos period, core::Nanos time, std::int64_t cumulative) {
-  Statement& statement =
-      prepared(m_append, "INSERT INTO grant_log (key_id, period, cumulative, at) "
-                         "VALUES (?1, ?2, ?3, ?4)");
-  statement.bind(1, m_key_id).bind(2, period).bind(3, cumulative).bind(4, time).run();
-}
-
-void SqliteGrantLog::forget_through(core::Nanos period, core::Nanos time) {
+std::optional<core::Nanos> SqliteGrantLog::last_time() {
   Statement& statement = prepared(
-      m_forget_through, "DELETE FROM grant_log WHERE key_id = ?1 AND period = ?2 AND at <= ?3");
-  statement.bind(1, m_key_id).bind(2, period).bind(3, time).run();
+      m_last_time, "SELECT at FROM grant_log WHERE key_id = ?1 ORDER BY cumulative DESC LIMIT 1");
+  statement.bind(1, m_key_id);
+  return single_value(statement);
 }
 
-void SqliteGrantLog::remove(core::Nanos period, std::int64_t cumulative, std::int64_t cost) {
-  Statement remove_entry(m_db, "DELETE FROM grant_log WHERE key_id = ?1 AND period = ?2 "
-                               "AND cumulative = ?3");
-  remove_entry.bind(1, m_key_id).bind(2, period).bind(3, cumulative).run();
+void SqliteGrantLog::append(core::Nanos time, std::int64_t cumulative) {
+  Statement& statement =
+      prepared(m_append, "INSERT INTO grant_log (key_id, cumulative, at) VALUES (?1, ?2, ?3)");
+  statement.bind(1, m_key_id).bind(2, cumulative).bind(3, time).run();
+}
+
+void SqliteGrantLog::forget_before(std::int64_t cumulative) {
+  Statement& statement =
+      prepared(m_forget_before, "DELETE FROM grant_log WHERE key_id = ?1 AND cumulative < ?2");
+  statement.bind(1, m_key_id).bind(2, cumulative).run();
+}
+
+void SqliteGrantLog::remove(std::int64_t cumulative, std::int64_t cost) {
+  Statement remove_entry(m_db, "DELETE FROM grant_log WHERE key_id = ?1 AND cumulative = ?2");
+  remove_entry.bind(1, m_key_id).bind(2, cumulative).run();
   // The cumulative cost is the primary key: shift the later entries through negative values
   // so that no intermediate row collides with another, whatever order SQLite updates in.
-  Statement negate(m_db, "UPDATE grant_log SET cumulative = -(cumulative - ?4) "
-                         "WHERE key_id = ?1 AND period = ?2 AND cumulative > ?3");
-  negate.bind(1, m_key_id).bind(2, period).bind(3, cumulative).bind(4, cost).run();
+  Statement negate(m_db, "UPDATE grant_log SET cumulative = -(cumulative - ?3) "
+                         "WHERE key_id = ?1 AND cumulative > ?2");
+  negate.bind(1, m_key_id).bind(2, cumulative).bind(3, cost).run();
   Statement restore(m_db, "UPDATE grant_log SET cumulative = -cumulative "
-                          "WHERE key_id = ?1 AND period = ?2 AND cumulative < 0");
-  restore.bind(1, m_key_id).bind(2, period).run();
+                          "WHERE key_id = ?1 AND cumulative < 0");
+  restore.bind(1, m_key_id).run();
 }
 
 } // namespace ratelimit::store

@@ -8,20 +8,19 @@
 namespace ratelimit::store {
 
 // The grant_log table of one key, inside the caller's transaction. Every question is one
-// seek in an index of (key, period, cumulative) or (key, period, time).
+// seek in an index of (key, cumulative) or (key, time).
 class SqliteGrantLog final : public core::GrantLog {
 public:
   SqliteGrantLog(sqlite3* db, std::int64_t key_id);
   ~SqliteGrantLog() override;
 
-  std::optional<std::int64_t> cumulative_through(core::Nanos period, core::Nanos time) override;
-  std::optional<core::Nanos> time_reaching(core::Nanos period, std::int64_t cumulative) override;
-  std::optional<std::int64_t> cumulative_before(core::Nanos period,
-                                                std::int64_t cumulative) override;
-  std::optional<core::Nanos> last_time(core::Nanos period) override;
-  void append(core::Nanos period, core::Nanos time, std::int64_t cumulative) override;
-  void forget_through(core::Nanos period, core::Nanos time) override;
-  void remove(core::Nanos period, std::int64_t cumulative, std::int64_t cost) override;
+  std::optional<std::int64_t> cumulative_through(core::Nanos time) override;
+  std::optional<core::Nanos> time_reaching(std::int64_t cumulative) override;
+  std::optional<std::int64_t> cumulative_before(std::int64_t cumulative) override;
+  std::optional<core::Nanos> last_time() override;
+  void append(core::Nanos time, std::int64_t cumulative) override;
+  void forget_before(std::int64_t cumulative) override;
+  void remove(std::int64_t cumulative, std::int64_t cost) override;
 
 private:
   std::optional<std::int64_t> single_value(Statement& statement);
@@ -34,7 +33,7 @@ private:
   std::unique_ptr<Statement> m_cumulative_before;
   std::unique_ptr<Statement> m_last_time;
   std::unique_ptr<Statement> m_append;
-  std::unique_ptr<Statement> m_forget_through;
+  std::unique_ptr<Statement> m_forget_before;
 };
 
 } // namespace ratelimit::store

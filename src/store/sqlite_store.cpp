@@ -14,7 +14,7 @@ namespace ratelimit::store {
 namespace {
 
 // The columns every query of a key's state selects, in this order; the name may follow.
-constexpr const char* k_state_columns = "id, algorithm, clock, limits, fresh_at";
+constexpr const char* k_state_columns = "id, algorithm, clock, limits, fresh_at, log_period";
 
 // The state stored in the columns of `statement` (see k_state_columns), or nothing when it
 // cannot be decoded.
@@ -24,7 +24,8 @@ std::optional<core::KeyState> decode_state(const Statement& statement) {
   if (!algorithm || !limits) {
     return std::nullopt;
   }
-  core::KeyState state{*algorithm, statement.column_int(2), std::move(*limits)};
+  core::KeyState state{*algorithm, statement.column_int(2), std::move(*limits),
+                       statement.column_int(5)};
   if (!core::within_bounds(state)) {
     return std::nullopt;
   }
@@ -148,18 +149,21 @@ SqliteStore::Row SqliteStore::find_or_create(std::string_view key, core::Algorit
 void SqliteStore::write(const Row& row, core::Nanos fresh_at) {
   std::string limits = encode_limits(row.state.limits);
   if (fresh_at == row.fresh_at) {
-    prepared(m_update, "UPDATE keys SET clock = ?2, limits = ?3 WHERE id = ?1")
+    prepared(m_update, "UPDATE keys SET clock = ?2, limits = ?3, log_period = ?4 WHERE id = ?1")
         .bind(1, row.id)
         .bind(2, row.state.clock)
         .bind_blob(3, limits)
+        .bind(4, row.state.log_period)
         .run();
   } else {
-    prepared(m_update_fresh_at,
-             "UPDATE keys SET clock = ?2, limits = ?3, fresh_at = ?4 WHERE id = ?1")
+    prepared(
+        m_update_fresh_at,
+        "UPDATE keys SET clock = ?2, limits = ?3, fresh_at = ?4, log_period = ?5 WHERE id = ?1")
         .bind(1, row.id)
         .bind(2, row.state.clock)
         .bind_blob(3, limits)
         .bind(4, fresh_at)
+        .bind(5, row.state.log_period)
         .run();
   }
 }
@@ -170,8 +174,8 @@ void SqliteStore::erase(std::int64_t id) {
 }
 
 void SqliteStore::collect_some_garbage(core::Nanos now) {
-  Statement& due = prepared(m_due, "SELECT id, algorithm, clock, limits FROM keys "
-                                   "WHERE fresh_at <= ?1 ORDER BY fresh_at LIMIT ?2");
+  Statement& due = prepared(m_due, "SELECT id, algorithm, clock, limits, fresh_at, log_period "
+                                   "FROM keys WHERE fresh_at <= ?1 ORDER BY fresh_at LIMIT ?2");
   struct Due {
     std::int64_t id;
     std::optional<core::KeyState> state;
@@ -203,19 +207,28 @@ core::Decision SqliteStore::decide(std::string_view key, core::Algorithm algorit
                                    std::span<const core::Limit> limits, core::Request request) {
   return transaction([&] {
     std::optional<Row> existing = find(key);
-    if (existing && existing->state.algorithm != algorithm) {
-      throw KeyConflict(key_conflict_message(key, existing->state.algorithm, algorithm));
-    }
     // The clock is read under the lock, so that decisions on a key are made in the order
     // of their times.
     request.now = now();
+    if (existing && existing->state.algorithm != algorithm) {
+      // A fresh key belongs to no algorithm: forgetting it changes no decision, and Redis
+      // lets it expire.
+      SqliteGrantLog old_log(m_database.handle(), existing->id);
+      if (!core::is_fresh(existing->state, old_log, request.now)) {
+        throw KeyConflict(key_conflict_message(key, existing->state.algorithm, algorithm));
+      }
+      erase(existing->id);
+      existing.reset();
+    }
     Row row = existing ? *existing : Row{0, {algorithm, 0, {}}};
     if (!existing && algorithm == core::Algorithm::sliding_log) {
       row = find_or_create(key, algorithm); // the log's entries need the key's id
     }
     SqliteGrantLog log(m_database.handle(), row.id);
+    std::vector<core::LimitState> before = row.state.limits;
     core::Decision decision = core::decide(row.state, limits, log, request);
-    if (decision.allowed) {
+    // A denied call writes only when it changed the key's limits (to its own).
+    if (decision.allowed || (existing && row.state.limits != before)) {
       if (row.id == 0) {
         row.id = find_or_create(key, algorithm).id;
       }
@@ -273,7 +286,7 @@ std::vector<KeyStatus> SqliteStore::status(std::span<const std::string> keys) {
                   fmt::format("SELECT {}, name FROM keys ORDER BY name", k_state_columns));
     std::vector<std::pair<std::string, std::optional<Row>>> rows;
     while (all.step()) {
-      std::string name(all.column_blob(5));
+      std::string name(all.column_blob(6));
       std::optional<core::KeyState> state = decode_state(all);
       std::optional<Row> row;
       if (state) {
@@ -340,7 +353,7 @@ std::vector<std::string> SqliteStore::collect_garbage() {
       std::int64_t id = all.column_int(0);
       SqliteGrantLog log(m_database.handle(), id);
       if (core::is_fresh(*state, log, time)) {
-        fresh.emplace_back(id, std::string(all.column_blob(5)));
+        fresh.emplace_back(id, std::string(all.column_blob(6)));
       }
     }
     all.reset();

@@ -27,6 +27,21 @@ test_status_does_not_consume() {
   expect_status 1 rl try k -r 3/min -q
 }
 
+test_status_shows_the_limits_in_force_not_those_no_longer_given() {
+  # Slow rates, so that the key is not fresh (and gone from Redis) before status looks.
+  expect_status 0 rl try q -r 1/min
+  expect_status 0 rl try q -r 1000/h
+  expect_status 0 rl status q
+  expect_contains "$OUT" "1000/h burst 1000"
+  expect_true "1/min lingers: $OUT" test "${OUT#*1/min}" = "$OUT"
+  # A denied call with other limits replaces them too.
+  expect_status 0 rl try d -r 1/min
+  expect_status 1 rl try d -r 1/h
+  expect_status 0 rl status d
+  expect_contains "$OUT" "1/h burst 1"
+  expect_true "1/min lingers: $OUT" test "${OUT#*1/min}" = "$OUT"
+}
+
 test_status_json_fields() {
   rl try api -r 2/s -r 5/min
   rl try api -r 2/s -r 5/min

@@ -301,6 +301,16 @@ test_key_is_bound_to_its_algorithm() {
   done
 }
 
+# A fresh key belongs to no algorithm: forgetting it changes no decision, so on both stores
+# it may be taken up by another algorithm once it is fresh, collected or not.
+test_a_fresh_key_may_change_algorithm_on_every_store() {
+  expect_status 0 rl try fresh -r 10/200ms -a fixed-window
+  expect_status 2 rl try fresh -r 10/200ms -a token-bucket
+  sleep 0.5
+  expect_status 0 rl try fresh -r 10/200ms -a token-bucket
+  expect_status 2 rl try fresh -r 10/200ms -a fixed-window
+}
+
 test_the_reset_hint_is_a_command_that_works() {
   # Pasted into a shell, the suggested command forgets exactly that key, whatever its bytes.
   local key hint
@@ -339,12 +349,24 @@ test_cost_above_what_a_limit_holds_exits_2() {
     expect_contains "$ERR" "3/min holds at most 3" "stderr"
     expect_status 0 rl try "c-$algorithm" -r 5/s -a "$algorithm" -c 5
   done
-  # The buckets hold their burst, whatever N is.
+  # The token bucket holds its burst, whatever N is.
   expect_status 0 rl try big -r 5/s -a token-bucket -b 8 -c 8
   expect_status 2 rl try small -r 5/s -a token-bucket -b 2 -c 3
   expect_contains "$ERR" "holds at most 2" "stderr"
-  expect_status 2 rl try queue -r 5/s -a leaky-bucket -b 2 -c 3
-  expect_contains "$ERR" "holds at most 2" "stderr"
+  # The leaky bucket admits at most N in any PERIOD: its queue depth bounds waiting, not
+  # cost.
+  expect_status 2 rl try lb-over -r 1/s -a leaky-bucket -b 2 -c 2
+  expect_contains "$ERR" "leaky-bucket 1/s holds at most 1" "stderr"
+  expect_status 0 rl try queue -r 5/s -a leaky-bucket -b 1 -c 2
+}
+
+test_a_leaky_bucket_spaces_costs_so_that_no_period_holds_more_than_n() {
+  # 3 then 5 units at 5/s: (3 + 5 - 1) intervals of 200 ms apart, not 3.
+  expect_status 0 rl try lb -r 5/s -a leaky-bucket -c 3
+  expect_status 1 rl try lb -r 5/s -a leaky-bucket -c 5
+  expect_contains "$ERR" "next slot in 1." "stderr"
+  # A wait whose own cost is more than the queue holds is still accepted.
+  expect_status 0 rl wait deep -r 20/s -a leaky-bucket -b 1 -c 3
 }
 
 # --- behaviour that only concurrency shows --------------------------------------------

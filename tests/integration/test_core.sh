@@ -154,7 +154,7 @@ test_the_database_is_in_wal_mode_from_its_creation() {
   rl try k -r 1/min
   expect_eq wal "$(sqlite3 "$DB" 'PRAGMA journal_mode')" "journal mode"
   expect_eq 1380732244 "$(sqlite3 "$DB" 'PRAGMA application_id')" "application id"
-  expect_eq 1 "$(sqlite3 "$DB" 'PRAGMA user_version')" "schema version"
+  expect_eq 2 "$(sqlite3 "$DB" 'PRAGMA user_version')" "schema version"
 }
 
 test_a_new_rate_on_a_key_applies_at_the_next_call() {
@@ -405,6 +405,10 @@ test_run_exit_statuses_for_a_command_that_cannot_run() {
   expect_status 127 rl run job -r 10/s -- ./no-such-command
   expect_one_line
   expect_contains "$ERR" 'cannot run "./no-such-command"'
+  # Escaped as keys are: one line, no raw control characters.
+  expect_status 127 rl run job -r 10/s -- $'no\nsuch\e[2J'
+  expect_one_line
+  expect_contains "$ERR" 'cannot run "no\nsuch\x1b[2J"'
   printf 'echo hi\n' >not-executable
   expect_status 126 rl run job -r 10/s -- ./not-executable
   expect_status 125 rl run job -r 10/s
@@ -469,11 +473,69 @@ test_foreign_files_are_refused_and_unchanged() {
   expect_foreign_file_untouched other.db "another application's SQLite database"
 }
 
+# An int64 as the 16 hex digits of its little-endian bytes, as the state codec stores it.
+le64() {
+  local value=$1 out="" i
+  for ((i = 0; i < 8; i++)); do
+    out+=$(printf '%02x' $(((value >> (8 * i)) & 255)))
+  done
+  printf '%s' "$out"
+}
+
+test_a_version_1_database_is_upgraded_with_one_log_per_key() {
+  on_store sqlite || return 0
+  # Version 1 kept one sliding log per limit: two grants, logged by 2/s and by 3/min.
+  local now second=1000000000 minute=60000000000
+  now=$(date +%s%N)
+  local limits
+  limits="$(le64 2)$(le64 $second)$(le64 2)$(le64 "$now")$(le64 2)$(le64 0)"
+  limits+="$(le64 3)$(le64 $minute)$(le64 3)$(le64 "$now")$(le64 2)$(le64 0)"
+  sqlite3 "$DB" >/dev/null <<SQL
+PRAGMA application_id = 1380732244;
+PRAGMA user_version = 1;
+PRAGMA journal_mode = WAL;
+CREATE TABLE keys (id INTEGER PRIMARY KEY, name BLOB NOT NULL UNIQUE, algorithm TEXT NOT NULL,
+  clock INTEGER NOT NULL, limits BLOB NOT NULL, fresh_at INTEGER NOT NULL DEFAULT 0);
+CREATE INDEX keys_by_fresh_at ON keys (fresh_at);
+CREATE TABLE grant_log (key_id INTEGER NOT NULL, period INTEGER NOT NULL,
+  cumulative INTEGER NOT NULL, at INTEGER NOT NULL, PRIMARY KEY (key_id, period, cumulative))
+  WITHOUT ROWID;
+CREATE INDEX grant_log_by_time ON grant_log (key_id, period, at);
+INSERT INTO keys VALUES (1, CAST('k' AS BLOB), 'sliding-log', $now, X'$limits', 0);
+INSERT INTO grant_log VALUES (1, $second, 1, $((now - 1))), (1, $second, 2, $now),
+  (1, $minute, 1, $((now - 1))), (1, $minute, 2, $now);
+SQL
+  expect_status 0 rl status
+  expect_eq 2 "$(sqlite3 "$DB" 'PRAGMA user_version')" "schema version after the upgrade"
+  # One log: each grant counts once for each limit that logged it, never less.
+  expect_eq "4|4" "$(sqlite3 "$DB" 'SELECT count(*), max(cumulative) FROM grant_log')" "log"
+  expect_eq "$minute" "$(sqlite3 "$DB" 'SELECT log_period FROM keys')" "log period"
+  expect_status 1 rl try k -r 2/s -a sliding-log
+  expect_status 1 rl try k -r 4/min -a sliding-log
+  expect_status 0 rl try other -r 1/s
+}
+
+test_a_database_on_a_pseudo_file_system_names_the_real_cause() {
+  on_store sqlite || return 0
+  local db
+  for db in /proc/x.db /sys/x.db; do
+    expect_status 3 rl --db "$db" try k -r 1/s
+    expect_one_line
+    # What the kernel says of a new file there: no such file (/proc), or no permission (/sys).
+    case $ERR in
+    *"cannot create database \"$db\": no such file or directory"* | \
+      *"cannot create database \"$db\": permission denied"*) ;;
+    *) fail "not the real cause: $ERR" ;;
+    esac
+    expect_true "not a full disk: $ERR" test "${ERR#*disk is full}" = "$ERR"
+  done
+}
+
 test_newer_schema_is_refused_and_unchanged() {
   on_store sqlite || return 0
   rl try k -r 1/s
-  sqlite3 "$DB" "PRAGMA user_version = 2; PRAGMA wal_checkpoint(TRUNCATE);" >/dev/null
-  expect_foreign_file_untouched "$DB" "schema version 2, newer than this ratelimit reads"
+  sqlite3 "$DB" "PRAGMA user_version = 3; PRAGMA wal_checkpoint(TRUNCATE);" >/dev/null
+  expect_foreign_file_untouched "$DB" "schema version 3, newer than this ratelimit reads"
 }
 
 test_concurrent_first_use_creates_one_database() {

@@ -126,6 +126,13 @@ for name in ("fixed-window", "sliding-log"):
   expect_contains "$summary" "sliding-log 50 50 10 True"
 }
 
+test_json_names_requests_and_cost_apart() {
+  # One request of cost 3 admitted: 1 admitted, 3 units, a peak of 3 units.
+  printf '0 3\n0.5 3\n' >trace
+  expect_status 0 rl simulate -r 3/s -a sliding-log --trace trace --format json || return
+  expect_contains "$OUT" '"admitted":1,"denied":1,"admitted_cost":3,"peak_per_period":3'
+}
+
 test_boundary_profile_in_table() {
   expect_status 0 rl simulate -r 10/s --profile boundary || return
   expect_eq "boundary profile: 100 arrivals in 10s, try mode, limit 10/s" \

@@ -74,17 +74,36 @@ TEST_CASE("core::leaky_bucket --burst sets the queue depth") {
   CHECK(patient.reserve(k_t0, 1, 200 * k_ms).allowed);
 }
 
-TEST_CASE("core::leaky_bucket a cost of C takes C intervals and C places in the queue") {
+TEST_CASE("core::leaky_bucket a cost of C takes C intervals, and no PERIOD holds more than N") {
   TestKey key = leaky();
   CHECK(key.attempt(k_t0, 3).allowed);
   Decision denied = key.attempt(k_t0 + 400 * k_ms);
   CHECK_FALSE(denied.allowed);
   CHECK(denied.wait == 200 * k_ms);
+  // 3 at 0 and 5 more: (3 + 5 - 1) intervals apart, so that no second holds 8.
   Decision next = key.reserve(k_t0 + 400 * k_ms, 5);
-  CHECK(next.grant.at == k_t0 + 600 * k_ms);
-  // Five units now wait behind the one leaving at 400 ms (600 ms to 1.6 s): full.
-  CHECK_FALSE(key.reserve(k_t0 + 400 * k_ms, 1).allowed);
-  CHECK(key.reserve(k_t0 + 600 * k_ms, 1).allowed);
+  CHECK(next.grant.at == k_t0 + 1400 * k_ms);
+  // Its five units then leave until 2.4 s: the queue (5 deep) is full until 1.4 s.
+  CHECK_FALSE(key.reserve(k_t0 + 1399 * k_ms, 1).allowed);
+  CHECK(key.reserve(k_t0 + 1400 * k_ms, 1).allowed);
+}
+
+TEST_CASE("core::leaky_bucket the queue depth bounds waiting, not cost") {
+  // -r 1/s -b 2 -c 2: 2 units at one instant would be 2 in a second.
+  TestKey slow(Algorithm::leaky_bucket, {limit_of(1, k_s, 2)});
+  CHECK(check_limits(Algorithm::leaky_bucket, slow.limits(), 2, true).has_value());
+  // -r 5/s -b 1 -c 2: a queue of one, a cost of 2 of the 5 a second allows.
+  TestKey shallow(Algorithm::leaky_bucket, {limit_of(5, k_s, 1)});
+  CHECK_FALSE(check_limits(Algorithm::leaky_bucket, shallow.limits(), 2, true).has_value());
+  CHECK(shallow.attempt(k_t0, 2).allowed);
+  // Its second unit waits in the queue until 200 ms; then a waiter of cost 2 finds
+  // nothing queued ahead and is accepted, whatever its own cost.
+  CHECK_FALSE(shallow.reserve(k_t0 + 199 * k_ms, 1).allowed);
+  Decision waiter = shallow.reserve(k_t0 + 200 * k_ms, 2);
+  CHECK(waiter.allowed);
+  CHECK(waiter.grant.at == k_t0 + 600 * k_ms);
+  // Then it waits ahead: a queue of one is full.
+  CHECK_FALSE(shallow.reserve(k_t0 + 300 * k_ms, 1).allowed);
 }
 
 TEST_CASE("core::leaky_bucket reports the room in the queue and the time until drained") {

@@ -46,7 +46,7 @@ TEST_CASE("core::check_limits refuses --burst with a window algorithm") {
 }
 
 TEST_CASE("core::check_limits refuses a cost above what the limit can ever hold") {
-  // Windows hold N; buckets hold their burst.
+  // Windows and the leaky bucket hold N; the token bucket holds its burst.
   CHECK_FALSE(check(Algorithm::fixed_window, {limit_of(10, k_s)}, 10));
   CHECK(mentions(check(Algorithm::fixed_window, {limit_of(10, k_s)}, 11),
                  "cost 11 can never be granted: fixed-window 10/s holds at most 10"));
@@ -56,8 +56,10 @@ TEST_CASE("core::check_limits refuses a cost above what the limit can ever hold"
   CHECK_FALSE(check(Algorithm::token_bucket, {limit_of(10, k_s, 20)}, 20));
   CHECK(mentions(check(Algorithm::token_bucket, {limit_of(10, k_s, 4)}, 5),
                  "token-bucket 10/s holds at most 4"));
-  CHECK(mentions(check(Algorithm::leaky_bucket, {limit_of(10, k_s, 2)}, 3),
-                 "leaky-bucket 10/s holds at most 2"));
+  // A leaky bucket's queue depth bounds waiting, not cost: a request costs at most N.
+  CHECK_FALSE(check(Algorithm::leaky_bucket, {limit_of(10, k_s, 2)}, 3));
+  CHECK(mentions(check(Algorithm::leaky_bucket, {limit_of(10, k_s, 2)}, 11),
+                 "leaky-bucket 10/s holds at most 10"));
 }
 
 TEST_CASE("core::check_limits refuses a cost or burst below one") {

@@ -78,10 +78,8 @@ TEST_CASE("store::RedisStore keeps a key's values under the prefix, in one hash 
   try_once(store, "log}key", core::Algorithm::sliding_log,
            {per_second(5), {{20, 60 * k_second}, 20}});
   try_once(store, "bucket", core::Algorithm::token_bucket, {per_second(5)});
-  CHECK(redis.keys("t2:*") ==
-        std::vector<std::string>{"t2:{bucket}", "t2:{log%7Dkey}", "t2:{log%7Dkey}:c:1000000",
-                                 "t2:{log%7Dkey}:c:60000000", "t2:{log%7Dkey}:t:1000000",
-                                 "t2:{log%7Dkey}:t:60000000"});
+  CHECK(redis.keys("t2:*") == std::vector<std::string>{"t2:{bucket}", "t2:{log%7Dkey}",
+                                                       "t2:{log%7Dkey}:c", "t2:{log%7Dkey}:t"});
 }
 
 TEST_CASE("store::RedisStore values expire when the state is a fresh key's again") {
@@ -92,7 +90,7 @@ TEST_CASE("store::RedisStore values expire when the state is a fresh key's again
       try_once(store, "k", core::Algorithm::sliding_log, {{{2, 3 * k_second}, 2}});
   REQUIRE(decision.allowed);
   CHECK(decision.reset_after == 3 * k_second);
-  for (std::string name : {"t3:{k}", "t3:{k}:t:3000000", "t3:{k}:c:3000000"}) {
+  for (std::string name : {"t3:{k}", "t3:{k}:t", "t3:{k}:c"}) {
     INFO(name);
     std::int64_t ttl = redis.pttl(name);
     CHECK(ttl > 2000);
@@ -189,7 +187,7 @@ TEST_CASE("store::RedisStore status says when a try would be granted, and under 
   CHECK(standing.limits[1].retry_after == standing.wait);
 }
 
-TEST_CASE("store::RedisStore keeps the state of a limit a request does not name") {
+TEST_CASE("store::RedisStore keeps one log per key, as long as its longest period needs") {
   RATELIMIT_REDIS_SERVER(server);
   Inspector redis(server->location());
   store::RedisStore store(server->location(), "t9:", k_second);
@@ -197,14 +195,17 @@ TEST_CASE("store::RedisStore keeps the state of a limit a request does not name"
   std::vector<core::Limit> second_only{per_second(5)};
   REQUIRE(try_once(store, "k", core::Algorithm::sliding_log, both).allowed);
   REQUIRE(try_once(store, "k", core::Algorithm::sliding_log, second_only).allowed);
-  // The minute's log stays, and the key lives as long as the minute counts its grant.
-  CHECK(redis.keys("t9:*") == std::vector<std::string>{"t9:{k}", "t9:{k}:c:1000000",
-                                                       "t9:{k}:c:60000000", "t9:{k}:t:1000000",
-                                                       "t9:{k}:t:60000000"});
+  // The key holds the last call's limit only, but its log lives as long as a minute would
+  // count its grants.
+  CHECK(redis.keys("t9:*") == std::vector<std::string>{"t9:{k}", "t9:{k}:c", "t9:{k}:t"});
+  std::string key[] = {"k"};
+  auto status = store.status(key);
+  REQUIRE(status.size() == 1);
+  CHECK(status[0].state.limits.size() == 1);
+  CHECK(status[0].state.log_period == 60 * k_second);
   CHECK(redis.pttl("t9:{k}") > 50'000);
-  CHECK(redis.pttl("t9:{k}:t:60000000") > 50'000);
-  // Named again, the minute still holds the first grant: one more, then no more.
-  REQUIRE(try_once(store, "k", core::Algorithm::sliding_log, both).allowed);
+  CHECK(redis.pttl("t9:{k}:t") > 50'000);
+  // Named again, the minute counts both grants: no more.
   core::Decision denied = try_once(store, "k", core::Algorithm::sliding_log, both);
   CHECK_FALSE(denied.allowed);
   CHECK(denied.binding == 1);
@@ -338,7 +339,7 @@ TEST_CASE("store::RedisStore follows Redis Cluster redirections to the key's nod
   }
   std::int64_t on_a = a.command(std::vector<std::string>{"DBSIZE"}).integer();
   std::int64_t on_b = b.command(std::vector<std::string>{"DBSIZE"}).integer();
-  CHECK(on_a + on_b == 6 * 5); // each key's hash and its four log sets, on one node
+  CHECK(on_a + on_b == 6 * 3); // each key's hash and its two log sets, on one node
   CHECK(on_a > 0);
   CHECK(on_b > 0);
 }

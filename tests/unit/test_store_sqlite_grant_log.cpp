@@ -53,16 +53,16 @@ long long steps_of_a_decision(std::int64_t entries) {
   (*database).execute("BEGIN");
   SqliteGrantLog log(db, 1);
   for (std::int64_t i = 1; i <= entries; ++i) {
-    log.append(k_period, k_t0 + i, i);
+    log.append(k_t0 + i, i);
   }
   steps_since_last_call(db);
   std::int64_t middle = entries / 2;
-  CHECK(log.cumulative_through(k_period, k_t0 + middle) == middle);
-  CHECK(log.time_reaching(k_period, middle) == k_t0 + middle);
-  CHECK(log.cumulative_before(k_period, middle + 1) == middle);
-  CHECK(log.last_time(k_period) == k_t0 + entries);
-  log.forget_through(k_period, k_t0);
-  log.append(k_period, k_t0 + entries + 1, entries + 1);
+  CHECK(log.cumulative_through(k_t0 + middle) == middle);
+  CHECK(log.time_reaching(middle) == k_t0 + middle);
+  CHECK(log.cumulative_before(middle + 1) == middle);
+  CHECK(log.last_time() == k_t0 + entries);
+  log.forget_before(1);
+  log.append(k_t0 + entries + 1, entries + 1);
   long long steps = steps_since_last_call(db);
   (*database).execute("COMMIT");
   return steps;

@@ -88,3 +88,23 @@ end
 local function takes_burst(algorithm)
   return algorithm == 'token-bucket' or algorithm == 'leaky-bucket'
 end
+
+-- core::rescale's saturation, INT64_MAX / 4 ns (73 years), in microseconds: a time this far
+-- from now still lies within is_time's bound.
+local k_far = 2305843009213693
+
+-- `duration` of use at the interval `from`, as a duration at the interval `to`, rounded up
+-- (core::rescale); saturates at k_far.
+local function rescale(duration, from, to)
+  if duration <= 0 then
+    return 0
+  end
+  if duration / from * to >= k_far then
+    return k_far
+  end
+  local q, r = mul_div(duration, to, from)
+  if r > 0 then
+    q = q + 1
+  end
+  return q
+end

@@ -1,13 +1,19 @@
--- The sliding log's grants of one key, as src/core/grant_log.hpp describes them: per limit
--- (named by its period) entries of (time, cumulative cost), oldest first. Two sorted sets
--- index the same entries, as SQLite's two indexes do, so that every question is one
--- O(log n) seek:
---   BASE:t:PERIOD  score = time,            member = the cumulative cost, zero-padded
---   BASE:c:PERIOD  score = cumulative cost, member = the same string
+-- The sliding log of one key, as src/core/grant_log.hpp describes it: entries of (time,
+-- cumulative cost), oldest first, one log per key whatever limits its calls named. Two
+-- sorted sets index the same entries, as SQLite's two indexes do, so that every question
+-- is one O(log n) seek:
+--   BASE:t  score = time,            member = the cumulative cost, zero-padded
+--   BASE:c  score = cumulative cost, member = the same string
 -- Times and cumulative costs both grow along the log, and the padding makes members that
 -- share a time sort by cumulative cost too.
 
-local function log_keys(base, period)
+local function log_keys(base)
+  return base .. ':t', base .. ':c'
+end
+
+-- The logs of earlier versions, one per limit (BASE:t:PERIOD, BASE:c:PERIOD): only `reset`
+-- removes them before they expire.
+local function legacy_log_keys(base, period)
   return base .. ':t:' .. int(period), base .. ':c:' .. int(period)
 end
 
@@ -17,9 +23,9 @@ end
 
 local function redis_log(base)
   local log = {}
+  local by_time, by_cost = log_keys(base)
 
-  function log.cumulative_through(period, time)
-    local by_time = log_keys(base, period)
+  function log.cumulative_through(time)
     local found = redis.call('ZREVRANGEBYSCORE', by_time, int(time), '-inf', 'LIMIT', 0, 1)
     if #found == 0 then
       return nil
@@ -27,8 +33,7 @@ local function redis_log(base)
     return tonumber(found[1])
   end
 
-  function log.time_reaching(period, cumulative)
-    local by_time, by_cost = log_keys(base, period)
+  function log.time_reaching(cumulative)
     local found = redis.call('ZRANGEBYSCORE', by_cost, int(cumulative), '+inf', 'LIMIT', 0, 1)
     if #found == 0 then
       return nil
@@ -36,8 +41,7 @@ local function redis_log(base)
     return tonumber(redis.call('ZSCORE', by_time, found[1]))
   end
 
-  function log.cumulative_before(period, cumulative)
-    local _, by_cost = log_keys(base, period)
+  function log.cumulative_before(cumulative)
     local found =
       redis.call('ZREVRANGEBYSCORE', by_cost, '(' .. int(cumulative), '-inf', 'LIMIT', 0, 1)
     if #found == 0 then
@@ -46,8 +50,7 @@ local function redis_log(base)
     return tonumber(found[1])
   end
 
-  function log.last_time(period)
-    local by_time = log_keys(base, period)
+  function log.last_time()
     local found = redis.call('ZRANGE', by_time, -1, -1, 'WITHSCORES')
     if #found == 0 then
       return nil
@@ -55,21 +58,22 @@ local function redis_log(base)
     return tonumber(found[2])
   end
 
-  function log.append(period, time, cumulative)
-    local by_time, by_cost = log_keys(base, period)
+  function log.append(time, cumulative)
     redis.call('ZADD', by_time, int(time), member(cumulative))
     redis.call('ZADD', by_cost, int(cumulative), member(cumulative))
   end
 
-  -- Drops the entries at or before `time`, the last of which has `cumulative`.
-  function log.forget_through(period, time, cumulative)
-    local by_time, by_cost = log_keys(base, period)
-    redis.call('ZREMRANGEBYSCORE', by_time, '-inf', int(time))
-    redis.call('ZREMRANGEBYSCORE', by_cost, '-inf', int(cumulative))
+  -- Drops the entries below `cumulative`; the entry with it stays. In time order they are
+  -- the ones ranked before it (members sharing a time sort by cumulative cost).
+  function log.forget_before(cumulative)
+    local rank = redis.call('ZRANK', by_time, member(cumulative))
+    if rank and rank > 0 then
+      redis.call('ZREMRANGEBYRANK', by_time, 0, rank - 1)
+    end
+    redis.call('ZREMRANGEBYSCORE', by_cost, '-inf', '(' .. int(cumulative))
   end
 
-  function log.remove(period, cumulative, cost)
-    local by_time, by_cost = log_keys(base, period)
+  function log.remove(cumulative, cost)
     if not redis.call('ZSCORE', by_time, member(cumulative)) then
       return
     end

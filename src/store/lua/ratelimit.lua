@@ -1,6 +1,7 @@
 -- One call of this script is one atomic operation on one key, mirroring src/core/decide.cpp.
 --   KEYS[1]   the key's hash: algorithm, clock, limits ("count period burst s1 s2 s3" per
---             limit, in order); KEYS[2..] its sliding logs, BASE:t:PERIOD and BASE:c:PERIOD
+--             limit of the last call, in order), log_period (sliding log: the longest
+--             period a call named); KEYS[2..3] its sliding log, BASE:t and BASE:c
 --   ARGV[1]   decide | give_back | inspect | reset
 --   ARGV[2]   now in microseconds, for the conformance test only; empty: the server's TIME.
 --             With an explicit now nothing expires, so that a test's clock need not be real.
@@ -14,7 +15,7 @@
 --   give_back ARGV[3..] algorithm at cost n, n x (count period burst), n x marker -> {'ok'}
 --   inspect   ARGV[3] cost (empty: 1) -> {'none'} or {'ok', algorithm, clock, now, allowed,
 --             wait, binding, n, n x (count period burst s1 s2 s3 remaining reset_after
---             retry_after)}, as core::inspect for a try of that cost
+--             retry_after), log_period}, as core::inspect for a try of that cost
 --   reset     -> 1 if the key existed, else 0
 -- Every stored value expires when its state is a fresh key's again, so nothing needs gc.
 
@@ -53,7 +54,9 @@ local function within_bounds(algorithm, limit, slots)
     return burst * ceil_div(period, count) <= 2 * k_max_duration + burst and
                is_time(slots[1]) and is_time(slots[2]) and is_time(slots[3])
   end
-  return burst <= k_max_count and is_time(slots[1]) and is_total(slots[2]) and is_total(slots[3])
+  -- The fixed window keeps the time of its latest grant in its third slot.
+  local third = algorithm == 'fixed-window' and is_time(slots[3]) or is_total(slots[3])
+  return burst <= k_max_count and is_time(slots[1]) and is_total(slots[2]) and third
 end
 
 -- The stored state, or nil for a fresh key; nil and 'damaged' for a value it cannot read,
@@ -65,11 +68,15 @@ local function load()
   elseif kind ~= 'hash' then
     return nil, 'damaged'
   end
-  local flat = redis.call('HMGET', base, 'algorithm', 'clock', 'limits')
+  local flat = redis.call('HMGET', base, 'algorithm', 'clock', 'limits', 'log_period')
   if not flat[1] and not flat[2] and not flat[3] then
     return nil
   end
-  local state = {algorithm = flat[1], clock = tonumber(flat[2]), limits = {}}
+  local state = {algorithm = flat[1], clock = tonumber(flat[2]), limits = {},
+                 log_period = tonumber(flat[4] or '0')}
+  if not state.log_period then
+    return nil, 'damaged'
+  end
   local values = {}
   for word in string.gmatch(flat[3] or '', '%S+') do
     values[#values + 1] = tonumber(word)
@@ -108,52 +115,69 @@ local function read_limits(first)
   return limits, first + 1 + 3 * n
 end
 
--- The stored slots of each requested limit, by period; a limit not stored yet is fresh.
-local function states_for(state, limits)
+-- The slots of each requested limit: a stored limit equal to it keeps its own; any other
+-- is derived from the stored ones (the rules' carry).
+local function states_for(rule, state, limits, now)
+  local stored = state and state.limits or {}
   local states = {}
   for i, limit in ipairs(limits) do
-    states[i] = {0, 0, 0}
-    for _, stored in ipairs(state and state.limits or {}) do
-      if stored.limit.period == limit.period then
-        states[i] = {stored.slots[1], stored.slots[2], stored.slots[3]}
+    for _, st in ipairs(stored) do
+      if st.limit.count == limit.count and st.limit.period == limit.period and
+          st.limit.burst == limit.burst then
+        states[i] = {st.slots[1], st.slots[2], st.slots[3]}
       end
+    end
+    if not states[i] then
+      states[i] = rule.carry(limit, stored, now)
     end
   end
   return states
 end
 
--- Every key that holds state for `algorithm` with `limits` (a list of limit tables).
-local function keys_of(algorithm, limits)
+-- Whether the key holds exactly `limits`, in this order.
+local function holds_limits(state, limits)
+  local stored = state and state.limits or {}
+  if #stored ~= #limits then
+    return false
+  end
+  for i, limit in ipairs(limits) do
+    local st = stored[i].limit
+    if st.count ~= limit.count or st.period ~= limit.period or st.burst ~= limit.burst then
+      return false
+    end
+  end
+  return true
+end
+
+local function longest_period(limits)
+  local longest = 0
+  for _, limit in ipairs(limits) do
+    longest = math.max(longest, limit.period)
+  end
+  return longest
+end
+
+-- The limit whose period is the log's retention, for the sliding log's take and give_back.
+local function retention_limit(log_period, limits)
+  local first = limits[1]
+  return make_limit(first.count, math.max(longest_period(limits), log_period), first.burst)
+end
+
+-- Every key that holds state for `algorithm`.
+local function keys_of(algorithm)
   local keys = {base}
   if algorithm == 'sliding-log' then
-    for _, limit in ipairs(limits) do
-      local by_time, by_cost = log_keys(base, limit.period)
-      keys[#keys + 1] = by_time
-      keys[#keys + 1] = by_cost
-    end
+    local by_time, by_cost = log_keys(base)
+    keys[2], keys[3] = by_time, by_cost
   end
   return keys
 end
 
-local function stored_limits(state)
-  local limits = {}
-  for i, stored in ipairs(state and state.limits or {}) do
-    limits[i] = stored.limit
-  end
-  return limits
-end
-
--- Whether the sliding logs of `limits` and of the stored limits are sorted sets or absent,
--- as this script writes them.
-local function logs_intact(state, algorithm, limits)
-  local keys = keys_of(algorithm, limits)
-  if state then
-    for _, key in ipairs(keys_of(state.algorithm, stored_limits(state))) do
-      keys[#keys + 1] = key
-    end
-  end
-  for _, key in ipairs(keys) do
-    local kind = key ~= base and redis.call('TYPE', key).ok or 'none'
+-- Whether the sliding log is sorted sets or absent, as this script writes it.
+local function logs_intact()
+  local by_time, by_cost = log_keys(base)
+  for _, key in ipairs({by_time, by_cost}) do
+    local kind = redis.call('TYPE', key).ok
     if kind ~= 'none' and kind ~= 'zset' then
       return false
     end
@@ -161,29 +185,9 @@ local function logs_intact(state, algorithm, limits)
   return true
 end
 
--- Every stored limit and its slots, `states` of `limits` written over the stored ones. A
--- stored limit that this request did not name keeps its state (and a sliding log its
--- entries): another process may still be limited by it.
-local function store_states(state, limits, states)
-  local all_limits, all_states = {}, {}
-  for i, stored in ipairs(state and state.limits or {}) do
-    all_limits[i], all_states[i] = stored.limit, stored.slots
-  end
-  for i, limit in ipairs(limits) do
-    local found = #all_limits + 1
-    for j, stored in ipairs(all_limits) do
-      if stored.period == limit.period then
-        found = j
-      end
-    end
-    all_limits[found], all_states[found] = limit, states[i]
-  end
-  return all_limits, all_states
-end
-
--- Writes the key's state, every stored limit of it. Keys expire at `fresh_at`, when the
--- state is a fresh key's again.
-local function save(algorithm, clock, limits, states, fresh_at)
+-- Writes the key's state: the limits of this call and their slots. Keys expire at
+-- `fresh_at`, when the state is a fresh key's again.
+local function save(algorithm, clock, limits, states, log_period, fresh_at)
   local fields = {}
   for i, limit in ipairs(limits) do
     local s = states[i]
@@ -191,8 +195,8 @@ local function save(algorithm, clock, limits, states, fresh_at)
                                         int(s[1]), int(s[2]), int(s[3])}, ' ')
   end
   redis.call('HSET', base, 'algorithm', algorithm, 'clock', int(clock), 'limits',
-             table.concat(fields, ' '))
-  local keys = keys_of(algorithm, limits)
+             table.concat(fields, ' '), 'log_period', int(log_period))
+  local keys = keys_of(algorithm)
   if explicit_now then
     for _, key in ipairs(keys) do
       redis.call('PERSIST', key)
@@ -225,12 +229,14 @@ local function summarise(algorithm, limits, states, log, at_now)
   return remaining or -1, reset_after, per_limit, least
 end
 
--- Saves `states` of `limits` with the stored limits they do not name; the key expires when
--- every one of them is fresh again.
-local function save_all(algorithm, clock, state, limits, states, log)
-  local all_limits, all_states = store_states(state, limits, states)
-  local _, reset_after = summarise(algorithm, all_limits, all_states, log, clock)
-  save(algorithm, clock, all_limits, all_states, clock + reset_after)
+-- Saves `states` of `limits`; the key expires when each of them is fresh again, and a
+-- sliding log once its last grant has left the log's retention.
+local function save_all(algorithm, clock, limits, states, log_period, log)
+  local _, reset_after = summarise(algorithm, limits, states, log, clock)
+  if rules[algorithm].shares_state and #states > 0 then
+    reset_after = math.max(reset_after, states[1][1] + log_period - clock)
+  end
+  save(algorithm, clock, limits, states, log_period, clock + reset_after)
 end
 
 local function decide()
@@ -240,16 +246,37 @@ local function decide()
   local max_wait = tonumber(ARGV[6])
   local limits = read_limits(7)
   local state, problem = load()
-  if problem or not logs_intact(state, algorithm, limits) then
+  if problem or not logs_intact() then
     return damaged()
   end
   if state and state.algorithm ~= algorithm then
-    return {'conflict', state.algorithm}
+    -- A fresh key belongs to no algorithm (it would expire now): forgotten, as gc would.
+    local stored_rule = rules[state.algorithm]
+    local stored_clock = math.max(now, state.clock)
+    local limits_of, states_of = {}, {}
+    for i, st in ipairs(state.limits) do
+      limits_of[i], states_of[i] = st.limit, st.slots
+    end
+    local _, reset_after = summarise(state.algorithm, limits_of, states_of, redis_log(base),
+                                     stored_clock)
+    if stored_rule.shares_state and #states_of > 0 then
+      reset_after = math.max(reset_after, states_of[1][1] + state.log_period - stored_clock)
+    end
+    if reset_after > 0 then
+      return {'conflict', state.algorithm}
+    end
+    local by_time, by_cost = log_keys(base)
+    redis.call('DEL', base, by_time, by_cost)
+    state = nil
   end
   local rule = rules[algorithm]
   local log = redis_log(base)
   local clock = math.max(now, state and state.clock or 0)
-  local states = states_for(state, limits)
+  local states = states_for(rule, state, limits, clock)
+  local log_period = 0
+  if rule.shares_state then
+    log_period = math.max(state and state.log_period or 0, longest_period(limits))
+  end
 
   local at, accept_from, refusing, binding = clock, -math.huge, nil, 1
   local retry = {}
@@ -301,17 +328,27 @@ local function decide()
   end
   local markers = {}
   if allowed then
-    for i, limit in ipairs(limits) do
-      markers[i] = rule.take(limit, states[i], log, clock, at, cost)
+    if rule.shares_state then
+      local retention = retention_limit(state and state.log_period or 0, limits)
+      local marker = rule.take(retention, states[1], log, clock, at, cost)
+      for i = 1, #limits do
+        states[i] = {states[1][1], states[1][2], states[1][3]}
+        markers[i] = marker
+      end
+    else
+      for i, limit in ipairs(limits) do
+        markers[i] = rule.take(limit, states[i], log, clock, at, cost)
+      end
     end
   end
   local remaining, reset_after, per_limit, least = summarise(algorithm, limits, states, log, clock)
-  if allowed then
-    if wait == 0 then
-      -- Granted at once, every limit agreeing: the one with the least remaining.
-      binding = least
-    end
-    save_all(algorithm, clock, state, limits, states, log)
+  if allowed and wait == 0 then
+    -- Granted at once, every limit agreeing: the one with the least remaining.
+    binding = least
+  end
+  -- The key keeps the limits of its last call; a denied one writes only when it changed them.
+  if allowed or (state and not holds_limits(state, limits)) then
+    save_all(algorithm, clock, limits, states, log_period, log)
   end
   local reply = {'ok', allowed and 1 or 0, clock, wait, binding - 1, remaining, reset_after, at,
                  #limits}
@@ -330,25 +367,38 @@ local function give_back()
   local cost = tonumber(ARGV[5])
   local limits, next_arg = read_limits(6)
   local state, problem = load()
-  if problem or not logs_intact(state, algorithm, limits) then
+  if problem or not logs_intact() then
     return damaged()
   end
   if not state or state.algorithm ~= algorithm then
     return {'ok'} -- reset meanwhile: there is nothing to give back to
   end
+  local rule = rules[algorithm]
   local log = redis_log(base)
   local clock = math.max(state.clock, now)
-  local states = states_for(state, limits)
-  for i, limit in ipairs(limits) do
-    rules[algorithm].give_back(limit, states[i], log, at, cost, tonumber(ARGV[next_arg + i - 1]))
+  local states = states_for(rule, state, limits, clock)
+  local log_period = 0
+  if rule.shares_state then
+    log_period = state.log_period
+    if #limits > 0 then
+      rule.give_back(retention_limit(log_period, limits), states[1], log, at, cost,
+                     tonumber(ARGV[next_arg]))
+      for i = 2, #limits do
+        states[i] = {states[1][1], states[1][2], states[1][3]}
+      end
+    end
+  else
+    for i, limit in ipairs(limits) do
+      rule.give_back(limit, states[i], log, at, cost, tonumber(ARGV[next_arg + i - 1]))
+    end
   end
-  save_all(algorithm, clock, state, limits, states, log)
+  save_all(algorithm, clock, limits, states, log_period, log)
   return {'ok'}
 end
 
 local function inspect()
   local state, problem = load()
-  if problem or (state and not logs_intact(state, state.algorithm, {})) then
+  if problem or (state and not logs_intact()) then
     return damaged()
   end
   if not state then
@@ -384,15 +434,18 @@ local function inspect()
       reply[#reply + 1] = value
     end
   end
+  reply[#reply + 1] = state.log_period
   return reply
 end
 
--- Whatever the key holds, a damaged value included.
+-- Whatever the key holds, a damaged value included, and the logs of earlier versions.
 local function reset()
   local state = load()
-  local keys = {base}
-  if state then
-    keys = keys_of(state.algorithm, stored_limits(state))
+  local keys = {base, log_keys(base)}
+  for _, stored in ipairs(state and state.limits or {}) do
+    local by_time, by_cost = legacy_log_keys(base, stored.limit.period)
+    keys[#keys + 1] = by_time
+    keys[#keys + 1] = by_cost
   end
   local removed = redis.call('DEL', unpack(keys))
   return removed > 0 and 1 or 0

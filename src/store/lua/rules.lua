@@ -2,13 +2,18 @@
 -- (the conformance test holds them to it). A limit is {count, period, burst, interval}; a
 -- state is {s[1], s[2], s[3]}, the core's three slots; every time is in microseconds.
 -- earliest returns the grant time and, for the leaky bucket, the time before which a
--- reservation is refused.
+-- reservation is refused. carry(limit, stored, now) derives the slots of a limit that the
+-- key's last call did not name from the stored limits ({limit, slots} each); shares_state
+-- marks the sliding log, whose slots are the key's, the same for every limit.
 
 local function window_start(t, period)
   return floor_div(t, period) * period
 end
 
 local rules = {}
+
+-- What a carried sliding window may hold, unknown: core::k_max_count.
+local k_unknown_count = 1000000000000
 
 -- Token bucket in TAT form: s[1] is the theoretical arrival time; past now + burst *
 -- interval it is the debt of reservations. s[2] is not before the latest grant still
@@ -35,12 +40,42 @@ rules['token-bucket'] = {
     local tokens = limit.burst - ceil_div(owed, limit.interval)
     return math.min(math.max(tokens, 0), limit.burst), owed
   end,
+  carry = function(limit, stored, now)
+    -- A stored limit at most as fast bounds the new one (the least bound holds); a faster
+    -- one keeps its units in use, at the new rate (the most of them).
+    local to = limit.interval
+    local bound, kept, latest_grant = nil, 0, 0
+    for _, st in ipairs(stored) do
+      local from = st.limit.interval
+      local owed_until = st.slots[1]
+      local latest_at = st.slots[2]
+      latest_grant = math.max(latest_grant, latest_at)
+      if from >= to then
+        local converted = owed_until
+        if owed_until > now then
+          converted = now + rescale(owed_until - now, from, to)
+        end
+        if latest_at > now and latest_at < owed_until then
+          converted = math.max(converted, latest_at + rescale(owed_until - latest_at, from, to))
+        end
+        bound = bound and math.min(bound, converted) or converted
+      else
+        -- At most its burst and one request more count again at the new rate.
+        local owed = math.max(0, owed_until - now)
+        local units = math.min(owed, (st.limit.burst + st.limit.burst) * from)
+        kept = math.max(kept, owed_until, now + rescale(units, from, to))
+      end
+    end
+    return {bound or kept, latest_grant, 0}
+  end,
 }
 
--- Leaky bucket by virtual scheduling: s[1] is the next free output time.
+-- Leaky bucket by virtual scheduling: s[1] is the next free output time. A cost of C
+-- leaves C - 1 intervals more, so that no PERIOD holds more than N; the queue refuses a
+-- request with `burst` units waiting ahead, whatever its own cost.
 rules['leaky-bucket'] = {
   earliest = function(limit, s, log, now, cost)
-    return math.max(now, s[1]), s[1] - (limit.burst - cost + 1) * limit.interval
+    return math.max(now, s[1] + (cost - 1) * limit.interval), s[1] - limit.burst * limit.interval
   end,
   take = function(limit, s, log, now, at, cost)
     s[1] = math.max(s[1], at) + cost * limit.interval
@@ -57,9 +92,32 @@ rules['leaky-bucket'] = {
     local queued = math.max(0, ceil_div(pending, limit.interval) - 1)
     return math.max(0, limit.burst - queued), pending
   end,
+  carry = function(limit, stored, now)
+    local to = limit.interval
+    local bound, kept = nil, 0
+    for _, st in ipairs(stored) do
+      local from = st.limit.interval
+      local free_at = st.slots[1]
+      if from >= to then
+        local converted = free_at
+        if free_at > now then
+          converted = now + rescale(free_at - now, from, to)
+        end
+        converted = math.max(converted, free_at - from + to)
+        bound = bound and math.min(bound, converted) or converted
+      else
+        -- At most its queue and one request more count again at the new rate.
+        local pending = math.max(0, free_at - now)
+        local units = math.min(pending, (st.limit.burst + st.limit.count) * from)
+        kept = math.max(kept, free_at - from + to, now + rescale(units, from, to))
+      end
+    end
+    return {bound or kept, 0, 0}
+  end,
 }
 
--- Fixed window aligned to the epoch: s[1] is the latest window with grants, s[2] its cost.
+-- Fixed window aligned to the epoch: s[1] is the latest window with grants, s[2] its cost,
+-- s[3] the time of the latest grant.
 rules['fixed-window'] = {
   earliest = function(limit, s, log, now, cost)
     if s[1] < window_start(now, limit.period) then
@@ -76,6 +134,7 @@ rules['fixed-window'] = {
       s[1], s[2] = window, 0
     end
     s[2] = s[2] + cost
+    s[3] = math.max(s[3], at)
     return window
   end,
   give_back = function(limit, s, log, at, cost, marker)
@@ -93,6 +152,38 @@ rules['fixed-window'] = {
       return limit.count, 0
     end
     return math.max(0, limit.count - s[2]), s[1] + limit.period - now
+  end,
+  carry = function(limit, stored, now)
+    -- Every stored count that may lie in the new window (the one holding the latest
+    -- stored grant) counts there.
+    local function latest_of(st)
+      return math.max(now, st.slots[1], st.slots[3])
+    end
+    local latest, latest_grant = now, 0
+    for _, st in ipairs(stored) do
+      if st.slots[2] > 0 then
+        latest = math.max(latest, latest_of(st))
+        latest_grant = math.max(latest_grant, st.slots[3])
+      end
+    end
+    local window = window_start(latest, limit.period)
+    local used = 0
+    for _, st in ipairs(stored) do
+      if st.slots[2] > 0 and st.slots[1] < window + limit.period and latest_of(st) >= window then
+        used = math.max(used, st.slots[2])
+      end
+      -- Reservations in the stored limit's earlier windows are no longer counted, and a full
+      -- count with reservations ahead may stand for more than its N: full.
+      if st.slots[2] > 0 and st.slots[1] > window_start(now, st.limit.period) and
+          window < st.slots[1] then
+        used = math.max(used, limit.count)
+      end
+      if st.slots[2] >= st.limit.count and st.slots[3] > now and
+          st.slots[1] < window + limit.period and latest_of(st) >= window then
+        used = math.max(used, limit.count)
+      end
+    end
+    return {window, used, latest_grant}
   end,
 }
 
@@ -156,18 +247,74 @@ rules['sliding-window'] = {
     end
     return math.max(0, limit.count - (current + q)), reset_after
   end,
+  carry = function(limit, stored, now)
+    local period = limit.period
+    -- The new window holds the end of the latest stored window with grants.
+    local latest = now
+    for _, st in ipairs(stored) do
+      if st.slots[2] > 0 then
+        latest = math.max(latest, st.slots[1] + st.limit.period - 1)
+      elseif st.slots[3] > 0 then
+        latest = math.max(latest, st.slots[1] - 1)
+      end
+    end
+    local window = window_start(latest, period)
+    local function overlaps(from, to, other_from, other_to)
+      return from < other_to and to > other_from
+    end
+    local current, previous = 0, 0
+    for _, st in ipairs(stored) do
+      local start, length = st.slots[1], st.limit.period
+      local in_current, in_previous = 0, 0
+      if start + length > window then
+        in_current = in_current + st.slots[2]
+      end
+      if start > window then
+        in_current = in_current + st.slots[3]
+      end
+      if overlaps(start, start + length, window - period, window) then
+        in_previous = in_previous + st.slots[2]
+      end
+      if overlaps(start - length, start, window - period, window) then
+        in_previous = in_previous + st.slots[3]
+      end
+      current = math.max(current, in_current)
+      previous = math.max(previous, in_previous)
+      -- Reservations in windows before the stored two are no longer counted, and a full
+      -- count with reservations in later windows may stand for more than its N: any number.
+      local full = st.slots[2] >= st.limit.count and start > window_start(now, length)
+      local unknown_from, unknown_until = window_start(now, length), start - length
+      if full then
+        unknown_from, unknown_until = math.min(unknown_from, start), start + length
+      else
+        unknown_from = math.min(unknown_from, start - length)
+      end
+      if st.slots[2] > 0 and unknown_until > unknown_from then
+        if overlaps(unknown_from, unknown_until, window, window + period) then
+          current = math.max(current, k_unknown_count)
+        end
+        if overlaps(unknown_from, unknown_until, window - period, window) then
+          previous = math.max(previous, k_unknown_count)
+        end
+      end
+    end
+    return {window, current, previous}
+  end,
 }
 
 -- Sliding log: s[1] the last grant's time, s[2] the cumulative cost of all grants, s[3]
--- that of the grants forgotten. The entries live in `log` (see redis_log).
+-- that of the grants forgotten. The entries live in `log` (see redis_log), one per key;
+-- take and give_back get a limit whose period is the log's retention.
 rules['sliding-log'] = {
+  shares_state = true,
   earliest = function(limit, s, log, now, cost)
     local time = math.max(now, s[1])
+    -- Forgotten grants are at or before the oldest entry kept, which stands for them.
     local must_leave = s[2] + cost - limit.count
-    if must_leave <= s[3] then
+    if must_leave <= 0 then
       return time
     end
-    local leaving = log.time_reaching(limit.period, must_leave)
+    local leaving = log.time_reaching(must_leave)
     if not leaving then
       -- Only when the log and the state disagree: once the last grant has left the window
       -- nothing can be in it.
@@ -177,14 +324,14 @@ rules['sliding-log'] = {
   end,
   take = function(limit, s, log, now, at, cost)
     local horizon = now - limit.period
-    local cumulative = log.cumulative_through(limit.period, horizon)
+    local cumulative = log.cumulative_through(horizon)
     if cumulative then
       s[3] = math.max(s[3], cumulative)
-      log.forget_through(limit.period, horizon, cumulative)
+      log.forget_before(cumulative)
     end
     s[1] = math.max(s[1], at)
     s[2] = s[2] + cost
-    log.append(limit.period, s[1], s[2])
+    log.append(s[1], s[2])
     return s[2]
   end,
   give_back = function(limit, s, log, at, cost, marker)
@@ -192,29 +339,37 @@ rules['sliding-log'] = {
     -- cumulative cost of every later one. Grants at one time count in the same windows, so
     -- the last entry at `at` stands for this one when it costs as much; when grants of
     -- other costs share the time, nothing is returned.
-    local through = log.cumulative_through(limit.period, at)
+    local through = log.cumulative_through(at)
     if not through or through <= s[3] then
       return -- forgotten: it left every window long ago
     end
-    local before = math.max(s[3], log.cumulative_through(limit.period, at - 1) or 0)
-    local previous = math.max(s[3], log.cumulative_before(limit.period, through) or 0)
+    local before = math.max(s[3], log.cumulative_through(at - 1) or 0)
+    local previous = math.max(s[3], log.cumulative_before(through) or 0)
     if through - before < cost or through - previous ~= cost then
       return
     end
-    log.remove(limit.period, through, cost)
+    log.remove(through, cost)
     s[2] = s[2] - cost
-    s[1] = log.last_time(limit.period) or 0
+    s[1] = log.last_time() or 0
   end,
   usage = function(limit, s, log, now)
     if s[1] > now then
       return 0, s[1] + limit.period - now
     end
-    local before = math.max(s[3], log.cumulative_through(limit.period, now - limit.period) or 0)
+    -- A window that reaches before the oldest entry kept may hold every grant forgotten.
+    local before = log.cumulative_through(now - limit.period) or 0
     local used = s[2] - before
     local reset_after = 0
     if used > 0 then
       reset_after = s[1] + limit.period - now
     end
     return math.max(0, limit.count - used), reset_after
+  end,
+  carry = function(limit, stored, now)
+    if #stored == 0 then
+      return {0, 0, 0}
+    end
+    local s = stored[1].slots
+    return {s[1], s[2], s[3]}
   end,
 }

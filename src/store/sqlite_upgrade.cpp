@@ -1,0 +1,86 @@
+#include "store/sqlite_upgrade.hpp"
+
+#include "core/limit.hpp"
+#include "store/sqlite_error.hpp"
+#include "store/sqlite_statement.hpp"
+#include "store/state_codec.hpp"
+
+#include <algorithm>
+#include <map>
+#include <vector>
+
+namespace ratelimit::store {
+
+namespace {
+
+void execute(sqlite3* db, const char* sql) {
+  if (int rc = sqlite3_exec(db, sql, nullptr, nullptr, nullptr); rc != SQLITE_OK) {
+    throw_sqlite_error(db, rc, "cannot upgrade the database", sqlite3_db_filename(db, "main"));
+  }
+}
+
+struct OldKey {
+  std::int64_t id = 0;
+  std::vector<core::LimitState> limits;
+};
+
+} // namespace
+
+void upgrade_from_version_1(sqlite3* db) {
+  execute(db, "ALTER TABLE keys ADD COLUMN log_period INTEGER NOT NULL DEFAULT 0;"
+              "ALTER TABLE grant_log RENAME TO grant_log_1;"
+              "DROP INDEX IF EXISTS grant_log_by_time;"
+              "CREATE TABLE grant_log (key_id INTEGER NOT NULL, cumulative INTEGER NOT NULL, "
+              "at INTEGER NOT NULL, PRIMARY KEY (key_id, cumulative)) WITHOUT ROWID;"
+              "CREATE INDEX grant_log_by_time ON grant_log (key_id, at);");
+  std::vector<OldKey> keys;
+  {
+    Statement select(db, "SELECT id, limits FROM keys WHERE algorithm = 'sliding-log'");
+    while (select.step()) {
+      if (auto limits = decode_limits(select.column_blob(1))) {
+        keys.push_back({select.column_int(0), std::move(*limits)});
+      }
+      // A damaged row stays as it is, for `reset`.
+    }
+  }
+  {
+    Statement entries(db, "SELECT at, cumulative FROM grant_log_1 WHERE key_id = ?1 AND "
+                          "period = ?2 ORDER BY cumulative");
+    Statement insert(db, "INSERT INTO grant_log (key_id, cumulative, at) VALUES (?1, ?2, ?3)");
+    Statement update(db, "UPDATE keys SET limits = ?2, log_period = ?3 WHERE id = ?1");
+    for (OldKey& key : keys) {
+      // The logs of the key's limits merged into one: a grant that several limits logged
+      // counts once for each, more than it cost, until it leaves the window. Never less.
+      std::multimap<core::Nanos, std::int64_t> costs;
+      core::Nanos log_period = 0;
+      for (const core::LimitState& limit : key.limits) {
+        log_period = std::max(log_period, limit.limit.rate.period);
+        std::int64_t previous = limit.slots[2];
+        entries.bind(1, key.id).bind(2, limit.limit.rate.period);
+        while (entries.step()) {
+          std::int64_t cumulative = entries.column_int(1);
+          costs.emplace(entries.column_int(0), std::max<std::int64_t>(0, cumulative - previous));
+          previous = cumulative;
+        }
+        entries.reset();
+      }
+      std::int64_t total = 0;
+      core::Nanos last = 0;
+      for (const auto& [at, cost] : costs) {
+        if (cost == 0) {
+          continue;
+        }
+        total += cost;
+        last = at;
+        insert.bind(1, key.id).bind(2, total).bind(3, at).run();
+      }
+      for (core::LimitState& limit : key.limits) {
+        limit.slots = {last, total, 0};
+      }
+      update.bind(1, key.id).bind_blob(2, encode_limits(key.limits)).bind(3, log_period).run();
+    }
+  }
+  execute(db, "DROP TABLE grant_log_1; PRAGMA user_version = 2;");
+}
+
+} // namespace ratelimit::store

@@ -1,0 +1,12 @@
+#pragma once
+
+#include <sqlite3.h>
+
+namespace ratelimit::store {
+
+// Upgrades a database of schema version 1 to the current one, inside the caller's write
+// transaction; throws StoreError. Version 1 kept one sliding log per limit of a key (by
+// period); version 2 keeps one log per key, and the longest period its calls named.
+void upgrade_from_version_1(sqlite3* db);
+
+} // namespace ratelimit::store

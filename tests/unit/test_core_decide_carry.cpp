@@ -1,0 +1,372 @@
+// One key, one budget: calls on one key that name different limits (periods, rates,
+// bursts) all count every grant already made on it. The examples that once refilled a key,
+// and seeded random sequences of calls with changing limits, each grant checked against
+// the limits of its own call:
+// - sliding log: at most N, this grant included, in the PERIOD ending at it, counting
+//   every earlier grant whatever limits it was made under;
+// - the others: their bound over the grants made since the limit came into force (the
+//   call that first named it; from its time on the bound is exact), and for the buckets
+//   over every earlier grant when no call names a limit slower than the slowest limit of
+//   the call before it (the rule the man page states).
+#include "core/rules.hpp"
+
+#include "core_test_key.hpp"
+
+#include <algorithm>
+#include <doctest/doctest.h>
+#include <random>
+#include <string>
+
+using namespace ratelimit::core;
+using namespace ratelimit::core::testing;
+
+namespace {
+
+// A key driven with explicit times and the limits of each call.
+class Key {
+public:
+  explicit Key(Algorithm algorithm) { m_state.algorithm = algorithm; }
+
+  Decision call(Nanos now, std::vector<Limit> limits, std::int64_t cost = 1, bool reserve = false,
+                Nanos max_wait = std::numeric_limits<Nanos>::max()) {
+    REQUIRE_FALSE(check_limits(m_state.algorithm, limits, cost, false).has_value());
+    Request request{now, cost, reserve, max_wait};
+    return decide(m_state, limits, m_log, request);
+  }
+
+  KeyState& state() { return m_state; }
+  MemoryGrantLog& log() { return m_log; }
+
+private:
+  KeyState m_state;
+  MemoryGrantLog m_log;
+};
+
+constexpr Nanos k_epoch = 1'767'225'600 * k_s; // 2026-01-01 00:00:00 UTC
+
+} // namespace
+
+TEST_CASE("core::decide sliding-log 1/s, 2/2s, 2/2s, 1/s on one key: 3 grants never fit 2/2s") {
+  Key key(Algorithm::sliding_log);
+  CHECK(key.call(k_epoch, {limit_of(1, k_s)}).allowed);
+  CHECK(key.call(k_epoch + 1 * k_ms, {limit_of(2, 2 * k_s)}).allowed);
+  CHECK_FALSE(key.call(k_epoch + 2 * k_ms, {limit_of(2, 2 * k_s)}).allowed);
+  CHECK_FALSE(key.call(k_epoch + 3 * k_ms, {limit_of(1, k_s)}).allowed);
+  // One log, not one per period.
+  CHECK(key.log().size() == 2);
+}
+
+TEST_CASE("core::decide leaky-bucket 3/250ms then 20/min 1 ms later: the first grant counts") {
+  Key key(Algorithm::leaky_bucket);
+  CHECK(key.call(k_epoch, {limit_of(3, 250 * k_ms)}).allowed);
+  Decision second = key.call(k_epoch + 1 * k_ms, {limit_of(20, k_min)});
+  CHECK_FALSE(second.allowed);
+  // The unit in use, 83 ms at the old rate, takes 3 s at the new one.
+  CHECK(second.wait > 2900 * k_ms);
+  CHECK(second.wait <= 3 * k_s);
+}
+
+TEST_CASE("core::decide token-bucket 2/min twice, then 1/30s (the same rate): the third waits") {
+  Key key(Algorithm::token_bucket);
+  CHECK(key.call(k_epoch, {limit_of(2, k_min)}).allowed);
+  CHECK(key.call(k_epoch, {limit_of(2, k_min)}).allowed);
+  Decision third = key.call(k_epoch, {limit_of(1, 30 * k_s)});
+  CHECK_FALSE(third.allowed);
+  CHECK(third.wait == k_min);
+  // And the state now holds the limit in force, not the one no longer given.
+  REQUIRE(key.state().limits.size() == 1);
+  CHECK(key.state().limits[0].limit == limit_of(1, 30 * k_s));
+}
+
+TEST_CASE("core::decide the state holds the limits of the last call, granted or denied") {
+  Key key(Algorithm::token_bucket);
+  CHECK(key.call(k_epoch, {limit_of(1, k_min)}).allowed);
+  // The minute's one unit in use is one unit of 100/s, which has room for it.
+  CHECK(key.call(k_epoch, {limit_of(100, k_s)}).allowed);
+  REQUIRE(key.state().limits.size() == 1);
+  CHECK(key.state().limits[0].limit == limit_of(100, k_s));
+  // Back to 1/min: two units in use at 100/s bound nothing for the slower limit; they
+  // are kept, at its rate: two minutes of debt, a token in two minutes.
+  Decision slow = key.call(k_epoch, {limit_of(1, k_min)});
+  CHECK_FALSE(slow.allowed);
+  CHECK(slow.wait == 2 * k_min);
+  REQUIRE(key.state().limits.size() == 1);
+  CHECK(key.state().limits[0].limit == limit_of(1, k_min));
+}
+
+TEST_CASE("core::decide a changed limit never makes a key fresh, for every algorithm") {
+  for (Algorithm algorithm : k_all_algorithms) {
+    CAPTURE(algorithm_name(algorithm));
+    Key key(algorithm);
+    std::vector<Limit> before{limit_of(5, k_s)};
+    for (int i = 0; i < 5; ++i) {
+      Nanos now = k_epoch + (algorithm == Algorithm::leaky_bucket ? i * 200 * k_ms : 0);
+      REQUIRE(key.call(now, before).allowed);
+    }
+    Nanos now = k_epoch + (algorithm == Algorithm::leaky_bucket ? 801 * k_ms : 1 * k_ms);
+    // A slower limit with room for 5 more: the 5 (or the last, for the leaky bucket) in
+    // use stay in use.
+    Decision after = key.call(now, {limit_of(5, 10 * k_s)});
+    CHECK_FALSE(after.allowed);
+    CHECK_FALSE(is_fresh(key.state(), key.log(), now));
+  }
+}
+
+namespace {
+
+struct Made {
+  Nanos at = 0;
+  std::int64_t cost = 0;
+  std::size_t set = 0; // the limits of its call
+  // Per limit of the call: the time from which the call's limit has been in force.
+  std::vector<Nanos> in_force_since;
+};
+
+std::vector<Limit> random_set(Algorithm algorithm, std::mt19937_64& random) {
+  auto pick = [&](std::initializer_list<std::int64_t> values) {
+    return *(values.begin() + static_cast<std::ptrdiff_t>(random() % values.size()));
+  };
+  std::vector<Limit> set;
+  std::size_t size = 1 + random() % 2;
+  while (set.size() < size) {
+    std::int64_t count = pick({1, 2, 3, 5, 10});
+    Nanos period = pick({300 * k_ms, 700 * k_ms, k_s, 2500 * k_ms, 7 * k_s});
+    std::int64_t burst = takes_burst(algorithm) ? pick({1, count, 2 * count + 1}) : count;
+    if (std::none_of(set.begin(), set.end(),
+                     [&](const Limit& l) { return l.rate.period == period; })) {
+      set.push_back({{count, period}, burst});
+    }
+  }
+  return set;
+}
+
+Nanos largest_interval(const std::vector<Limit>& set) {
+  Nanos largest = 0;
+  for (const Limit& limit : set) {
+    largest = std::max(largest, limit.rate.emission_interval());
+  }
+  return largest;
+}
+
+// What is wrong with grant `j` under limit `limit` of its call, counting the grants made
+// before it (and itself) from `since` on, the `first` made and later, or an empty string.
+std::string check_grant(Algorithm algorithm, const Limit& limit, const std::vector<Made>& made,
+                        std::size_t j, Nanos since, std::size_t first = 0) {
+  Nanos u = made[j].at;
+  std::vector<Made> counted;
+  for (std::size_t i = first; i <= j; ++i) {
+    if (made[i].at >= since && made[i].at <= u) {
+      counted.push_back(made[i]);
+    }
+  }
+  Nanos period = limit.rate.period;
+  switch (algorithm) {
+  case Algorithm::sliding_log:
+  case Algorithm::leaky_bucket: {
+    std::int64_t inside = 0;
+    for (const Made& m : counted) {
+      inside += m.at > u - period ? m.cost : 0;
+    }
+    if (inside > limit.rate.count) {
+      return std::to_string(inside) + " in the period ending at grant " + std::to_string(j);
+    }
+    return {};
+  }
+  case Algorithm::fixed_window: {
+    std::int64_t inside = 0;
+    for (const Made& m : counted) {
+      inside += window_start(m.at, period) == window_start(u, period) ? m.cost : 0;
+    }
+    if (inside > limit.rate.count) {
+      return std::to_string(inside) + " in the window of grant " + std::to_string(j);
+    }
+    return {};
+  }
+  case Algorithm::sliding_window: {
+    Nanos start = window_start(u, period);
+    std::int64_t current = 0;
+    std::int64_t previous = 0;
+    for (const Made& m : counted) {
+      current += window_start(m.at, period) == start ? m.cost : 0;
+      previous += window_start(m.at, period) == start - period ? m.cost : 0;
+    }
+    Wide scaled = Wide{current} * period + Wide{previous} * (period - (u - start));
+    if (scaled > Wide{limit.rate.count} * period) {
+      return "the estimate exceeds N at grant " + std::to_string(j);
+    }
+    return {};
+  }
+  case Algorithm::token_bucket: {
+    // Every closed interval [s, u]: at most burst + (u - s) / interval.
+    std::sort(counted.begin(), counted.end(),
+              [](const Made& a, const Made& b) { return a.at > b.at; });
+    Wide interval = limit.rate.emission_interval();
+    Wide sum = 0;
+    for (const Made& m : counted) {
+      sum += m.cost;
+      if (sum * interval > Wide{limit.burst} * interval + (u - m.at)) {
+        return "more than burst + rate * t before grant " + std::to_string(j);
+      }
+    }
+    return {};
+  }
+  }
+  return "unknown algorithm";
+}
+
+struct Totals {
+  int grants = 0;
+  int denials = 0;
+  int changes = 0;
+};
+
+// One seeded run: calls with limits changing among a few random sets. `slowing_down`:
+// whether a call may name a limit slower than the slowest of the call before it.
+void run(Algorithm algorithm, std::uint64_t seed, bool slowing_down, Totals& totals) {
+  std::mt19937_64 random(seed);
+  std::vector<std::vector<Limit>> sets;
+  for (int i = 0; i < 4; ++i) {
+    sets.push_back(random_set(algorithm, random));
+  }
+  Key key(algorithm);
+  std::vector<Made> made;
+  std::size_t current = 0;
+  std::vector<Nanos> in_force_since(sets[0].size(), 0);
+  std::vector<std::size_t> in_force_from(sets[0].size(), 0); // the first grant made under it
+  Nanos now = k_epoch + static_cast<Nanos>(random() % k_s);
+  INFO("algorithm ", std::string(algorithm_name(algorithm)), ", seed ", seed);
+  for (int step = 0; step < 400; ++step) {
+    switch (random() % 6) {
+    case 0:
+      break;
+    case 1:
+    case 2:
+      now += static_cast<Nanos>(random() % (100 * k_ms));
+      break;
+    case 3:
+    case 4:
+      now += static_cast<Nanos>(random() % k_s);
+      break;
+    default:
+      now += static_cast<Nanos>(random() % (5 * k_s));
+      break;
+    }
+    if (random() % 5 == 0) {
+      std::size_t next = random() % sets.size();
+      bool allowed =
+          slowing_down || std::all_of(sets[next].begin(), sets[next].end(), [&](const Limit& l) {
+            return l.rate.emission_interval() <= largest_interval(sets[current]);
+          });
+      if (allowed && next != current) {
+        std::vector<Nanos> since;
+        std::vector<std::size_t> from;
+        for (const Limit& limit : sets[next]) {
+          auto kept = std::find(sets[current].begin(), sets[current].end(), limit);
+          auto index = static_cast<std::size_t>(kept - sets[current].begin());
+          bool stays = kept != sets[current].end();
+          since.push_back(stays ? in_force_since[index] : std::max(now, key.state().clock));
+          from.push_back(stays ? in_force_from[index] : made.size());
+        }
+        in_force_since = since;
+        in_force_from = from;
+        current = next;
+        ++totals.changes;
+      }
+    }
+    const std::vector<Limit>& limits = sets[current];
+    std::int64_t most = std::numeric_limits<std::int64_t>::max();
+    for (const Limit& limit : limits) {
+      most = std::min(most, limit.max_cost(algorithm));
+    }
+    std::int64_t cost = random() % 4 == 0 ? 1 + static_cast<std::int64_t>(random() % most) : 1;
+    bool reserve = random() % 3 == 0;
+    Nanos max_wait = reserve ? static_cast<Nanos>(random() % (3 * k_s)) : 0;
+    Decision decision = key.call(now, limits, cost, reserve, reserve ? max_wait : 0);
+    if (!decision.allowed) {
+      ++totals.denials;
+      continue;
+    }
+    ++totals.grants;
+    made.push_back({decision.grant.at, cost, current, in_force_since});
+    std::size_t j = made.size() - 1;
+    for (std::size_t l = 0; l < limits.size(); ++l) {
+      INFO("step ", step, ", limit ", limits[l].rate.count, "/", limits[l].rate.period, " burst ",
+           limits[l].burst);
+      bool whole_history = algorithm == Algorithm::sliding_log ||
+                           (!slowing_down && (algorithm == Algorithm::token_bucket ||
+                                              algorithm == Algorithm::leaky_bucket));
+      Nanos since = whole_history ? std::numeric_limits<Nanos>::min() : in_force_since[l];
+      // A bucket switched to a slower limit counts again at most its burst (queue) and one
+      // request of what was in use; reservations beyond them keep their times and are not
+      // counted by the new limit: its bound is on the grants made under it.
+      bool bucket = algorithm == Algorithm::token_bucket || algorithm == Algorithm::leaky_bucket;
+      std::size_t first = bucket && !whole_history ? in_force_from[l] : 0;
+      std::string problem = check_grant(algorithm, limits[l], made, j, since, first);
+      REQUIRE_MESSAGE(problem.empty(), problem);
+    }
+  }
+}
+
+void run_many(Algorithm algorithm) {
+  Totals totals;
+  for (std::uint64_t seed = 1; seed <= 200; ++seed) {
+    run(algorithm, seed * 104'729 + static_cast<std::uint64_t>(algorithm), seed % 2 == 0, totals);
+  }
+  CHECK(totals.grants > 10000);
+  CHECK(totals.denials > 5000);
+  CHECK(totals.changes > 2000);
+}
+
+} // namespace
+
+TEST_CASE("core::sliding_log property: with changing limits, every grant counts every earlier") {
+  run_many(Algorithm::sliding_log);
+}
+
+TEST_CASE("core::token_bucket property: with changing limits, each grant within its own limits") {
+  run_many(Algorithm::token_bucket);
+}
+
+TEST_CASE("core::leaky_bucket property: with changing limits, at most N in any PERIOD") {
+  run_many(Algorithm::leaky_bucket);
+}
+
+TEST_CASE("core::fixed_window property: with changing limits, at most N per window in force") {
+  run_many(Algorithm::fixed_window);
+}
+
+TEST_CASE("core::sliding_window property: with changing limits, the estimate within N") {
+  run_many(Algorithm::sliding_window);
+}
+
+TEST_CASE("core::decide a 2/10s caller and a 12/min caller on one key count each other's grants") {
+  // The same rate, other bursts: under the sliding log and the token bucket each grant is
+  // within its caller's limit counting every grant on the key, the other caller's too.
+  for (Algorithm algorithm : {Algorithm::sliding_log, Algorithm::token_bucket}) {
+    CAPTURE(algorithm_name(algorithm));
+    Key key(algorithm);
+    std::vector<Made> made;
+    int granted_alone = 0;
+    Key alone(algorithm);
+    for (int i = 0; i < 240; ++i) {
+      Nanos now = k_epoch + i * 500 * k_ms;
+      std::size_t caller = static_cast<std::size_t>(i % 2);
+      Limit limit = caller == 0 ? limit_of(2, 10 * k_s) : limit_of(12, k_min);
+      if (caller == 0 && alone.call(now, {limit}).allowed) {
+        ++granted_alone;
+      }
+      if (!key.call(now, {limit}).allowed) {
+        continue;
+      }
+      made.push_back({now, 1, caller, {}});
+      std::string problem =
+          check_grant(algorithm, limit, made, made.size() - 1, std::numeric_limits<Nanos>::min());
+      REQUIRE_MESSAGE(problem.empty(), problem);
+    }
+    // Two minutes: the 2/10s caller alone takes 2 + 2 per 10 s; both share one budget of
+    // 12 a minute (plus the burst), not the sum.
+    CHECK(granted_alone >= 24);
+    CHECK(made.size() <= 12 + 24);
+    CHECK(std::count_if(made.begin(), made.end(), [](const Made& m) { return m.set == 1; }) > 0);
+  }
+}
