@@ -220,6 +220,28 @@ wait_for_reservation() {
   done
 }
 
+# Checks that the shells and man find an installed ratelimit: the binary in BIN, the data
+# files under SHARE (bash and fish completions by $XDG_DATA_DIRS), the zsh completion in
+# the directory ZSH_DIR, the man page compressed in SHARE/man/man1.
+expect_tools_find_installed() {
+  local bin=$1 share=$2 zsh_dir=$3
+  # The shells look for completions of the commands on $PATH.
+  export PATH=$bin:$PATH
+  expect_status 0 env XDG_DATA_DIRS="$share" bash --norc --noprofile -c \
+    '. /usr/share/bash-completion/bash_completion && { _completion_loader ratelimit || :; } &&
+     complete -p ratelimit'
+  expect_contains "$OUT" "-F _ratelimit" "bash completion"
+  expect_status 0 env XDG_DATA_DIRS="$share" HOME="$TEST_DIR" \
+    XDG_CONFIG_HOME="$TEST_DIR/.config" fish -c 'complete -C "ratelimit try k -a sliding-l"'
+  expect_contains "$OUT" "sliding-log" "fish completion"
+  OUT=$(timeout 60 zsh -f "$SUITE_DIR/complete.zsh" "$zsh_dir" "ratelimit try k -a sliding-l")
+  expect_eq "sliding-log" "$(sed '$d' <<<"$OUT")" "zsh completion"
+  if command -v man >/dev/null; then
+    expect_status 0 env MANPATH="$share/man" man -w ratelimit
+    expect_eq "$share/man/man1/ratelimit.1.gz" "$OUT" "man -w"
+  fi
+}
+
 run_suite() {
   local passed=0 skipped=0 failed=0 name
   local filter=${TEST_FILTER:-}

@@ -33,26 +33,8 @@ FILES
 
 test_each_tool_finds_the_installed_files() {
   install_to_prefix || return
-  # The shells look for completions of the commands on $PATH.
-  export PATH=$PREFIX/bin:$PATH
-  # bash-completion loads completions on demand from $XDG_DATA_DIRS.
-  expect_status 0 env XDG_DATA_DIRS="$PREFIX/share" bash --norc --noprofile -c \
-    '. /usr/share/bash-completion/bash_completion && { _completion_loader ratelimit || :; } &&
-     complete -p ratelimit'
-  expect_contains "$OUT" "-F _ratelimit" "bash completion"
-  # fish reads vendor completions from $XDG_DATA_DIRS too.
-  expect_status 0 env XDG_DATA_DIRS="$PREFIX/share" HOME="$TEST_DIR" \
-    XDG_CONFIG_HOME="$TEST_DIR/.config" fish -c 'complete -C "ratelimit try k -a sliding-l"'
-  expect_contains "$OUT" "sliding-log" "fish completion"
-  # zsh: the site-functions directory on $fpath.
-  OUT=$(timeout 60 zsh -f "$SUITE_DIR/complete.zsh" "$PREFIX/share/zsh/site-functions" \
-    "ratelimit try k -a sliding-l")
-  expect_eq "sliding-log" "$(sed '$d' <<<"$OUT")" "zsh completion"
-  # man: the man1 directory under $MANPATH.
-  if command -v man >/dev/null; then
-    expect_status 0 env MANPATH="$PREFIX/share/man" man -w ratelimit
-    expect_eq "$PREFIX/share/man/man1/ratelimit.1.gz" "$OUT" "man -w"
-  fi
+  # zsh: the site-functions directory on $fpath of a local install.
+  expect_tools_find_installed "$PREFIX/bin" "$PREFIX/share" "$PREFIX/share/zsh/site-functions"
 }
 
 run_suite

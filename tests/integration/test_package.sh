@@ -67,21 +67,8 @@ FILES
 ./usr/share/man/man1/ratelimit.1.gz
 ./usr/share/zsh/vendor-completions/_ratelimit" \
     "$(dpkg-deb -c "$DEB" | awk '$1 !~ /^d/ {print $NF}' | sort)" "the package's files"
-  export PATH=$ROOT/usr/bin:$PATH
-  expect_status 0 env XDG_DATA_DIRS="$ROOT/usr/share" bash --norc --noprofile -c \
-    '. /usr/share/bash-completion/bash_completion && { _completion_loader ratelimit || :; } &&
-     complete -p ratelimit'
-  expect_contains "$OUT" "-F _ratelimit" "bash completion"
-  expect_status 0 env XDG_DATA_DIRS="$ROOT/usr/share" HOME="$TEST_DIR" \
-    XDG_CONFIG_HOME="$TEST_DIR/.config" fish -c 'complete -C "ratelimit try k -a sliding-l"'
-  expect_contains "$OUT" "sliding-log" "fish completion"
-  OUT=$(timeout 60 zsh -f "$SUITE_DIR/complete.zsh" "$ROOT/usr/share/zsh/vendor-completions" \
-    "ratelimit try k -a sliding-l")
-  expect_eq "sliding-log" "$(sed '$d' <<<"$OUT")" "zsh completion"
-  if command -v man >/dev/null; then
-    expect_status 0 env MANPATH="$ROOT/usr/share/man" man -w ratelimit
-    expect_eq "$ROOT/usr/share/man/man1/ratelimit.1.gz" "$OUT" "man -w"
-  fi
+  expect_tools_find_installed "$ROOT/usr/bin" "$ROOT/usr/share" \
+    "$ROOT/usr/share/zsh/vendor-completions"
 }
 
 run_suite
