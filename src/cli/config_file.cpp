@@ -2,8 +2,11 @@
 
 #include "cli/usage_error.hpp"
 #include "core/algorithm.hpp"
+#include "core/limit.hpp"
 #include "core/rate.hpp"
+#include "util/key_text.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <charconv>
@@ -88,18 +91,20 @@ public:
     return one(node);
   }
 
-  core::Result<Config> limit(Config& config, std::string_view name, const toml::node& node) const {
+  core::Result<Config> limit(Config& config, std::string_view key, const toml::node& node) const {
+    // The name as a table header would give it, so that a message stays one line.
+    std::string name = table_name(key);
     const auto* table = node.as_table();
     if (table == nullptr) {
       return error(node, fmt::format("limits.{} must be a table: [limits.{}]", name, name));
     }
-    if (name.empty()) {
+    if (key.empty()) {
       return error(node, "a limit needs a name: [limits.NAME]");
     }
     NamedLimit limit;
     limit.defined_in = where(node);
-    for (auto&& [key, value] : *table) {
-      std::string_view setting = key.str();
+    for (auto&& [setting_key, value] : *table) {
+      std::string_view setting = setting_key.str();
       std::optional<std::string> problem;
       std::vector<std::string> one;
       if (setting == "rate") {
@@ -133,8 +138,8 @@ public:
           limit.timeout = one[0];
         }
       } else {
-        problem = fmt::format("{}: unknown setting \"{}\" in [limits.{}]; expected one of {}",
-                              where(value), setting, name, k_limit_settings);
+        problem = fmt::format("{}: unknown setting {} in [limits.{}]; expected one of {}",
+                              where(value), util::printable_key(setting), name, k_limit_settings);
       }
       if (problem) {
         return core::Result<Config>::failure(*problem);
@@ -151,7 +156,23 @@ public:
                                      "for all rates or one per rate",
                                      name, limit.bursts.size(), limit.rates.size()));
     }
-    config.limits.emplace(std::string(name), std::move(limit));
+    // The limit as a whole, as its options would be checked: a burst for a window algorithm,
+    // a cost that could never be granted.
+    auto algorithm = core::parse_algorithm(limit.algorithm.value_or("token-bucket"));
+    std::vector<core::Limit> limits;
+    for (std::size_t i = 0; i < limit.rates.size(); ++i) {
+      core::Rate rate = *core::parse_rate(limit.rates[i]);
+      core::Limit one_limit{rate, rate.count};
+      if (!limit.bursts.empty()) {
+        one_limit.burst = std::stoll(limit.bursts[limit.bursts.size() == 1 ? 0 : i]);
+      }
+      limits.push_back(one_limit);
+    }
+    std::int64_t cost = limit.cost ? std::stoll(*limit.cost) : 1;
+    if (auto problem = core::check_limits(*algorithm, limits, cost, !limit.bursts.empty())) {
+      return error(node, fmt::format("[limits.{}]: {}", name, *problem));
+    }
+    config.limits.emplace(std::string(key), std::move(limit));
     return config;
   }
 
@@ -162,8 +183,8 @@ public:
     }
     for (auto&& [key, value] : *table) {
       if (key.str() != "url") {
-        return error(value,
-                     fmt::format("unknown setting \"{}\" in [store]; expected url", key.str()));
+        return error(value, fmt::format("unknown setting {} in [store]; expected url",
+                                        util::printable_key(key.str())));
       }
       const auto* url = value.as_string();
       if (url == nullptr || url->get().empty()) {
@@ -220,6 +241,13 @@ std::optional<std::string> read_file(const std::string& path) {
 
 } // namespace
 
+std::string table_name(std::string_view key) {
+  bool bare = !key.empty() && std::all_of(key.begin(), key.end(), [](unsigned char c) {
+    return std::isalnum(c) || c == '_' || c == '-';
+  });
+  return bare ? std::string(key) : util::printable_key(key);
+}
+
 core::Result<Config> parse_config(std::string_view text, const std::string& file) {
   toml::parse_result parsed = toml::parse(text, file);
   if (!parsed) {
@@ -253,7 +281,7 @@ core::Result<Config> parse_config(std::string_view text, const std::string& file
     } else {
       return reader.error(node, fmt::format("unknown table [{}]; expected [limits.NAME] or "
                                             "[store]",
-                                            key.str()));
+                                            table_name(key.str())));
     }
   }
   return config;

@@ -21,6 +21,9 @@ struct NamedLimit {
   std::optional<std::string> timeout;
 };
 
+// How a TOML table header names `key`: bare when it may be, else quoted and escaped.
+std::string table_name(std::string_view key);
+
 // What the configuration files say.
 struct Config {
   std::map<std::string, NamedLimit, std::less<>> limits;

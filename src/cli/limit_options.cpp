@@ -65,17 +65,6 @@ std::int64_t parse_positive(std::string_view option, std::string_view text) {
   return value;
 }
 
-namespace {
-
-// How a TOML table header names `key`: bare when it may be, else quoted.
-std::string table_name(std::string_view key) {
-  bool bare = std::all_of(key.begin(), key.end(),
-                          [](unsigned char c) { return std::isalnum(c) || c == '_' || c == '-'; });
-  return bare ? std::string(key) : util::printable_key(key);
-}
-
-} // namespace
-
 std::optional<std::string> apply_named_limit(LimitOptions& options, const GlobalOptions& global) {
   if (!options.rates.empty()) {
     return std::nullopt;
@@ -94,10 +83,15 @@ std::optional<std::string> apply_named_limit(LimitOptions& options, const Global
   }
   const NamedLimit& limit = named->second;
   options.rates = limit.rates;
-  if (!options.algorithm) {
+  bool algorithm_given = options.algorithm.has_value();
+  if (!algorithm_given) {
     options.algorithm = limit.algorithm;
   }
-  if (options.bursts.empty()) {
+  // The file's burst goes with the file's algorithm: an -a that takes no burst (a window)
+  // drops it rather than failing on a --burst nobody gave.
+  auto algorithm = core::parse_algorithm(options.algorithm.value_or("token-bucket"));
+  bool takes_burst = !algorithm_given || (algorithm && core::takes_burst(*algorithm));
+  if (options.bursts.empty() && takes_burst) {
     options.bursts = limit.bursts;
   }
   if (!options.cost) {
