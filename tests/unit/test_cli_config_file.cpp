@@ -113,3 +113,13 @@ TEST_CASE("cli::table_name quotes what a bare TOML key cannot be") {
   CHECK(cli::table_name("a b") == "\"a b\"");
   CHECK(cli::table_name("") == "\"\"");
 }
+
+TEST_CASE("cli::parse_config: any character where whitespace may be is an error, not a crash") {
+  // toml++ 3.3 would reach undefined behaviour on these (see config_file.cpp).
+  CHECK(config_error("[limit\xEF\xBB\xAFs.k]\n").starts_with("limits.toml:1: "));
+  CHECK(config_error("\xCF\xBF;").starts_with("limits.toml:1: "));
+  CHECK(config_error("# ok\nname \xC3\xA9= 1\n").starts_with("limits.toml:2: "));
+  // In strings and comments they are text.
+  CHECK(config("\xEF\xBB\xBF[limits.\"caf\xC3\xA9\"]\nrate = \"1/s\" # \xEF\xBB\xAF\n")
+            .limits.size() == 1);
+}
