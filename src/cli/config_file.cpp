@@ -259,7 +259,9 @@ std::string table_name(std::string_view key) {
   return bare ? std::string(key) : util::printable_key(key);
 }
 
-core::Result<Config> parse_config(std::string_view text, const std::string& file) {
+namespace {
+
+core::Result<Config> parse_toml(std::string_view text, const std::string& file) {
   toml::parse_result parsed = toml::parse(text, file);
   if (!parsed) {
     const toml::parse_error& error = parsed.error();
@@ -294,6 +296,32 @@ core::Result<Config> parse_config(std::string_view text, const std::string& file
                                             "[store]",
                                             table_name(key.str())));
     }
+  }
+  return config;
+}
+
+// A message on one line: what the file or the TOML reader quotes may hold control characters.
+std::string one_line(const std::string& message) {
+  std::string out;
+  for (char c : message) {
+    auto byte = static_cast<unsigned char>(c);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (byte < 0x20 || byte == 0x7F) {
+      out += fmt::format("\\x{:02x}", byte);
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+} // namespace
+
+core::Result<Config> parse_config(std::string_view text, const std::string& file) {
+  auto config = parse_toml(text, file);
+  if (!config) {
+    return core::Result<Config>::failure(one_line(config.error()));
   }
   return config;
 }

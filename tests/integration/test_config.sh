@@ -238,4 +238,34 @@ TOML
   expect_contains "$OUT" '"name":"github"'
 }
 
+
+
+# `try` with -r and a store on the command line or in the environment opens no
+# configuration file; on the default path it tries at most the user's and the system's.
+test_try_with_a_rate_and_a_store_reads_no_configuration() {
+  command -v strace >/dev/null || {
+    skip "no strace"
+    return 0
+  }
+  user_file <<'TOML'
+[limits.k]
+rate = "1/s"
+TOML
+  strace -f -e trace=open,openat -o trace1 env -u RATELIMIT_DB HOME="$TEST_DIR/home" \
+    "$RATELIMIT" --db "$DB" try k -r 1/s >/dev/null 2>&1
+  expect_eq "" "$(grep -F limits.toml trace1)" "configuration files opened with --db"
+  strace -f -e trace=open,openat -o trace2 env RATELIMIT_DB="$DB" HOME="$TEST_DIR/home" \
+    "$RATELIMIT" try k -r 1/s >/dev/null 2>&1
+  expect_eq "" "$(grep -F limits.toml trace2)" "configuration files opened with RATELIMIT_DB"
+  strace -f -e trace=open,openat -o trace3 env RATELIMIT_STORE="sqlite:$DB" \
+    HOME="$TEST_DIR/home" "$RATELIMIT" try k -r 1/s >/dev/null 2>&1
+  expect_eq "" "$(grep -F limits.toml trace3)" "configuration files opened with RATELIMIT_STORE"
+  rm -r home
+  strace -f -e trace=open,openat -o trace4 env -u RATELIMIT_DB -u RATELIMIT_STORE \
+    -u RATELIMIT_CONFIG HOME="$TEST_DIR/home" XDG_CONFIG_HOME="$TEST_DIR/home/.config" \
+    RATELIMIT_SYSTEM_CONFIG="$TEST_DIR/etc/limits.toml" "$RATELIMIT" try k -r 1/s >/dev/null 2>&1
+  # Besides the database, which this call creates.
+  expect_eq 2 "$(grep -F "$TEST_DIR" trace4 | grep -v ratelimit.db | grep -c ENOENT)" \
+    "failed opens of configuration files on the default path"
+}
 run_suite
