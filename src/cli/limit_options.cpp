@@ -20,7 +20,8 @@ void add_limit_options(CLI::App& command, LimitOptions& options, bool key_requir
   }
   command
       .add_option("-r,--rate", options.rates,
-                  "N/PERIOD, e.g. 10/s, 100/min, 3/1.5s; repeat for several limits")
+                  "N/PERIOD, e.g. 10/s, 100/min, 3/1.5s; repeat for several limits; without "
+                  "it, the limit named KEY in the configuration files (ratelimit limits)")
       ->option_text("N/PERIOD")
       ->allow_extra_args(false);
   command

@@ -52,7 +52,7 @@ int run_run(RunOptions options, const GlobalOptions& global) {
   LimitedRequest request = resolve(options.limit);
   if (options.command.empty()) {
     throw UsageError(
-        "no command to run; expected ratelimit run KEY -r N/PERIOD [--] COMMAND [ARG...]");
+        "no command to run; expected ratelimit run KEY [-r N/PERIOD] [--] COMMAND [ARG...]");
   }
   core::Nanos max_wait = parse_timeout(options.timeout);
   util::InterruptSignals signals;
