@@ -5,7 +5,7 @@
 # The options of `command` (none: the global options alone), global options included:
 # they are accepted after the command name too.
 _ratelimit_options() {
-  local options="--db --store --redis-prefix --store-timeout --lock-timeout --on-store-error
+  local options="--config --db --store --redis-prefix --store-timeout --lock-timeout --on-store-error
     --json -q --quiet -E --limited-exit-code -h --help"
   local limit="-r --rate -a --algorithm -b --burst -c --cost"
   case $1 in
@@ -28,7 +28,7 @@ _ratelimit_options() {
 # Whether `$1` is an option that takes the next word as its value.
 _ratelimit_takes_value() {
   case $1 in
-  --db | --store | --redis-prefix | --store-timeout | --lock-timeout | --on-store-error | \
+  --config | --db | --store | --redis-prefix | --store-timeout | --lock-timeout | --on-store-error | \
     -E | --limited-exit-code | -r | --rate | -a | --algorithm | -b | --burst | -c | --cost | \
     -t | --timeout | --mode | --trace | --profile | --duration | --load | --seed | --format)
     return 0
@@ -75,6 +75,26 @@ _ratelimit_keys() {
   fi
   "$program" "${store[@]}" --lock-timeout 1 status --json 2>/dev/null |
     grep -o '"key": *"[^"\\]*"' | sed 's/^"key": *"//; s/"$//'
+}
+
+# The names of the limits that the configuration files define, one a line, from
+# `ratelimit [--config FILE] limits --json`. Prints nothing when that fails.
+_ratelimit_named_limits() {
+  local program=$1
+  shift
+  local -a config=()
+  while (($#)); do
+    case $1 in
+    --config)
+      config=(--config "${2:-}")
+      shift
+      ;;
+    --config=*) config=("$1") ;;
+    esac
+    shift
+  done
+  "$program" "${config[@]}" limits --json 2>/dev/null |
+    grep -o '"name": *"[^"\\]*"' | sed 's/^"name": *"//; s/"$//'
 }
 
 _ratelimit() {
@@ -140,7 +160,7 @@ _ratelimit() {
     mapfile -t COMPREPLY < <(compgen -W "$algorithms" -- "$cur")
     return
     ;;
-  --db | --trace)
+  --config | --db | --trace)
     if declare -F _filedir >/dev/null; then
       _filedir
     else
@@ -180,7 +200,7 @@ _ratelimit() {
     return
   fi
   if [[ -z $command ]]; then
-    mapfile -t COMPREPLY < <(compgen -W "try wait run pipe status reset gc simulate" -- "$cur")
+    mapfile -t COMPREPLY < <(compgen -W "try wait run pipe status reset gc limits simulate" -- "$cur")
     return
   fi
 
@@ -201,7 +221,10 @@ _ratelimit() {
     local key
     while IFS= read -r key; do
       [[ $key == "$cur"* ]] && COMPREPLY+=("$(printf '%q' "$key")")
-    done < <(_ratelimit_keys "${words[0]}" "${words[@]:1:cword-1}")
+    done < <({
+      _ratelimit_keys "${words[0]}" "${words[@]:1:cword-1}"
+      _ratelimit_named_limits "${words[0]}" "${words[@]:1:cword-1}"
+    } | sort -u)
   fi
 }
 

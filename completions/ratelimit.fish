@@ -16,7 +16,7 @@ function __ratelimit_words
             case --
                 echo -- --
                 return
-            case --db --store --redis-prefix --store-timeout --lock-timeout --on-store-error \
+            case --config --db --store --redis-prefix --store-timeout --lock-timeout --on-store-error \
                 -E --limited-exit-code -r --rate -a --algorithm -b --burst -c --cost \
                 -t --timeout --mode --trace --profile --duration --load --seed --format
                 set skip 1
@@ -113,6 +113,31 @@ function __ratelimit_keys
         | string replace -r -- '^"key": *"(.*)"$' '$1'
 end
 
+# The names of the limits that the configuration files define, from
+# `ratelimit [--config FILE] limits --json`. Prints nothing when that fails.
+function __ratelimit_named_limits
+    set -l tokens (commandline -opc)
+    set -l program $tokens[1]
+    set -e tokens[1]
+    command -q -- $program; or return 0
+    set -l config
+    while set -q tokens[1]
+        set -l token $tokens[1]
+        set -e tokens[1]
+        switch $token
+            case --config
+                set -q tokens[1]; or break
+                set config --config $tokens[1]
+                set -e tokens[1]
+            case '--config=*'
+                set config $token
+        end
+    end
+    $program $config limits --json 2>/dev/null \
+        | string match -ar -- '"name": *"[^"\\\\]*"' \
+        | string replace -r -- '^"name": *"(.*)"$' '$1'
+end
+
 # Completes the command after `run ... --`, and its arguments, as if typed on its own.
 function __ratelimit_complete_command
     set -l tokens (commandline -opc)
@@ -131,10 +156,12 @@ complete -c ratelimit -n __ratelimit_no_command -a pipe -d 'Copy stdin to stdout
 complete -c ratelimit -n __ratelimit_no_command -a status -d 'Show the state of keys'
 complete -c ratelimit -n __ratelimit_no_command -a reset -d 'Forget keys'
 complete -c ratelimit -n __ratelimit_no_command -a gc -d 'Remove keys whose state is a fresh key\'s'
+complete -c ratelimit -n __ratelimit_no_command -a limits -d 'List the named limits of the configuration files'
 complete -c ratelimit -n __ratelimit_no_command -a simulate -d 'Compare the algorithms on a trace or a profile'
 
 # Global options, before the command name or after it.
 set -l global 'not __ratelimit_after_separator'
+complete -c ratelimit -n $global -l config -r -F -d 'Configuration file of named limits and the store'
 complete -c ratelimit -n $global -l db -r -F -d 'SQLite database shared by all invocations'
 complete -c ratelimit -n $global -l store -x -a 'redis:// sqlite:' -d 'Where keys live'
 complete -c ratelimit -n $global -l redis-prefix -x -d 'Prefix of the Redis key names'
@@ -171,5 +198,6 @@ complete -c ratelimit -n '__ratelimit_using simulate' -l format -x -a 'table csv
 
 # Keys, the separator of run, and the command after it.
 complete -c ratelimit -n __ratelimit_wants_key -a '(__ratelimit_keys)' -d Key
+complete -c ratelimit -n __ratelimit_wants_key -a '(__ratelimit_named_limits)' -d 'Named limit'
 complete -c ratelimit -n __ratelimit_wants_separator -a -- -d 'End of options; the command follows'
 complete -c ratelimit -n __ratelimit_after_separator -a '(__ratelimit_complete_command)'

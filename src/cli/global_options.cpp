@@ -45,6 +45,11 @@ void add_global_options(CLI::App& app, GlobalOptions& options) {
                  "Longest wait for the database lock before failing with status 3 "
                  "(default 10s)")
       ->option_text("DURATION");
+  app.add_option("--config", options.config,
+                 "Configuration file of named limits and the store (default "
+                 "$RATELIMIT_CONFIG, else ~/.config/ratelimit/limits.toml and "
+                 "/etc/ratelimit/limits.toml)")
+      ->option_text("FILE");
   app.add_option("--store", options.store,
                  "Where keys live: redis://[[user]:password@]host[:port][/db] or sqlite:PATH "
                  "(default $RATELIMIT_STORE, else the SQLite database)")
@@ -123,6 +128,13 @@ std::unique_ptr<store::Store> open_store_as(const GlobalOptions& options, store:
 
 } // namespace
 
+const Config& configuration(const GlobalOptions& options) {
+  if (!options.loaded_config) {
+    options.loaded_config = load_config(options.config);
+  }
+  return *options.loaded_config;
+}
+
 std::string database_path(const GlobalOptions& options) {
   return locate_database(options).path;
 }
@@ -153,6 +165,11 @@ std::unique_ptr<store::Store> open_store_as(const GlobalOptions& options,
   if (const char* env = std::getenv("RATELIMIT_STORE");
       url.empty() && options.db.empty() && env && *env) {
     url = env;
+  }
+  if (const char* db = std::getenv("RATELIMIT_DB");
+      url.empty() && options.db.empty() && !(db && *db)) {
+    // Nothing said where on the command line or in the environment: the configuration may.
+    url = configuration(options).store_url.value_or("");
   }
   std::string path;
   if (!url.empty()) {

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "cli/cli11_fwd.hpp"
+#include "cli/config_file.hpp"
 #include "core/time.hpp"
 
 #include <memory>
@@ -25,7 +26,14 @@ struct GlobalOptions {
   std::string store;                       // --store URL; empty: $RATELIMIT_STORE, else --db
   std::string redis_prefix = "ratelimit:"; // --redis-prefix
   std::string store_timeout = "1s";        // --store-timeout: Redis connect and commands
+  std::string config;                      // --config FILE: the named limits and the store
+  // The configuration files, read once when first needed (see `configuration`).
+  mutable std::optional<Config> loaded_config;
 };
+
+// What the configuration files (`config_files(options.config)`) say, read at the first call.
+// Throws UsageError for a file that cannot be read or parsed.
+const Config& configuration(const GlobalOptions& options);
 
 void add_global_options(CLI::App& app, GlobalOptions& options);
 

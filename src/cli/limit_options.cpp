@@ -1,10 +1,15 @@
 #include "cli/limit_options.hpp"
 
+#include "cli/global_options.hpp"
 #include "cli/usage_error.hpp"
+#include "util/key_text.hpp"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace ratelimit::cli {
 
@@ -15,9 +20,9 @@ void add_limit_options(CLI::App& command, LimitOptions& options, bool key_requir
   }
   command
       .add_option("-r,--rate", options.rates,
-                  "N/PERIOD, e.g. 10/s, 100/min, 3/1.5s; repeat for several limits")
+                  "N/PERIOD, e.g. 10/s, 100/min, 3/1.5s; repeat for several limits; without "
+                  "it, the limit named KEY in the configuration files (ratelimit limits)")
       ->option_text("N/PERIOD")
-      ->required()
       ->allow_extra_args(false);
   command
       .add_option("-a,--algorithm", options.algorithm,
@@ -61,18 +66,53 @@ std::int64_t parse_positive(std::string_view option, std::string_view text) {
   return value;
 }
 
+std::optional<std::string> apply_named_limit(LimitOptions& options, const GlobalOptions& global) {
+  if (!options.rates.empty()) {
+    return std::nullopt;
+  }
+  if (options.key.empty()) {
+    throw UsageError("no rate given; expected -r N/PERIOD, e.g. -r 10/s");
+  }
+  const Config& config = configuration(global);
+  auto named = config.limits.find(options.key);
+  if (named == config.limits.end()) {
+    std::vector<std::string> files = config_files(global.config);
+    throw UsageError(fmt::format("no rate for {}: give -r N/PERIOD, e.g. -r 10/s, or define "
+                                 "[limits.{}] in {}",
+                                 util::printable_key(options.key), table_name(options.key),
+                                 fmt::join(files, " or ")));
+  }
+  const NamedLimit& limit = named->second;
+  options.rates = limit.rates;
+  bool algorithm_given = options.algorithm.has_value();
+  if (!algorithm_given) {
+    options.algorithm = limit.algorithm;
+  }
+  // The file's burst goes with the file's algorithm: an -a that takes no burst (a window)
+  // drops it rather than failing on a --burst nobody gave.
+  auto algorithm = core::parse_algorithm(options.algorithm.value_or("token-bucket"));
+  bool takes_burst = !algorithm_given || (algorithm && core::takes_burst(*algorithm));
+  if (options.bursts.empty() && takes_burst) {
+    options.bursts = limit.bursts;
+  }
+  if (!options.cost) {
+    options.cost = limit.cost;
+  }
+  return limit.timeout;
+}
+
 LimitedRequest resolve(const LimitOptions& options, bool key_required) {
   LimitedRequest request;
   request.key = options.key;
   if (key_required || !request.key.empty()) {
     check_key(request.key);
   }
-  auto algorithm = core::parse_algorithm(options.algorithm);
+  auto algorithm = core::parse_algorithm(options.algorithm.value_or("token-bucket"));
   if (!algorithm) {
     throw UsageError(algorithm.error());
   }
   request.algorithm = *algorithm;
-  request.cost = parse_positive("cost", options.cost);
+  request.cost = parse_positive("cost", options.cost.value_or("1"));
   if (!options.bursts.empty() && options.bursts.size() != 1 &&
       options.bursts.size() != options.rates.size()) {
     throw UsageError(fmt::format("{} bursts for {} rates: give --burst once for all rates or "

@@ -3,6 +3,7 @@
 #include "cli/cli11_fwd.hpp"
 #include "core/limit.hpp"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,9 +15,9 @@ inline constexpr std::size_t k_max_key_bytes = 1024;
 struct LimitOptions {
   std::string key;
   std::vector<std::string> rates;
-  std::string algorithm = "token-bucket";
+  std::optional<std::string> algorithm; // default token-bucket
   std::vector<std::string> bursts;
-  std::string cost = "1";
+  std::optional<std::string> cost; // default 1
 };
 
 // The same, checked and parsed.
@@ -29,6 +30,14 @@ struct LimitedRequest {
 
 // Adds -r, -a, -b, -c and the KEY positional (required when `key_required`).
 void add_limit_options(CLI::App& command, LimitOptions& options, bool key_required = true);
+
+struct GlobalOptions;
+
+// Without --rate, takes the limit named KEY from the configuration files: its rates, and
+// its algorithm, bursts and cost where the command line gives none. Returns its timeout,
+// for the commands that take one. Throws UsageError when there is neither a rate nor a
+// definition, or a file cannot be read. With --rate, reads no file.
+std::optional<std::string> apply_named_limit(LimitOptions& options, const GlobalOptions& global);
 
 // Parses and checks `options`; throws UsageError naming the bad value and the accepted form.
 // Without `key_required`, an empty key is allowed (the key is optional).

@@ -311,10 +311,11 @@ private:
   std::uint64_t m_released = 0;
 };
 
-int run_pipe(const PipeOptions& options, const GlobalOptions& global) {
+int run_pipe(PipeOptions options, const GlobalOptions& global) {
   // An empty KEY typed out is a mistake, not a request for a limiter of our own.
+  std::optional<std::string> named_timeout = apply_named_limit(options.limit, global);
   LimitedRequest request = resolve(options.limit, options.key_given);
-  core::Nanos timeout = parse_timeout(options.timeout);
+  core::Nanos timeout = parse_timeout(options.timeout ? options.timeout : named_timeout);
   if (global.json) {
     throw UsageError("--json does not apply to pipe: standard output carries the records");
   }

@@ -48,11 +48,15 @@ int execute(const std::vector<std::string>& command) {
   return error == ENOENT ? k_exit_not_found : k_exit_cannot_execute;
 }
 
-int run_run(const RunOptions& options, const GlobalOptions& global) {
+int run_run(RunOptions options, const GlobalOptions& global) {
+  std::optional<std::string> named_timeout = apply_named_limit(options.limit, global);
+  if (!options.timeout) {
+    options.timeout = named_timeout;
+  }
   LimitedRequest request = resolve(options.limit);
   if (options.command.empty()) {
     throw UsageError(
-        "no command to run; expected ratelimit run KEY -r N/PERIOD [--] COMMAND [ARG...]");
+        "no command to run; expected ratelimit run KEY [-r N/PERIOD] [--] COMMAND [ARG...]");
   }
   core::Nanos max_wait = parse_timeout(options.timeout);
   util::InterruptSignals signals;

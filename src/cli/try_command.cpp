@@ -9,7 +9,8 @@ namespace ratelimit::cli {
 
 namespace {
 
-int run_try(const LimitOptions& options, const GlobalOptions& global) {
+int run_try(LimitOptions options, const GlobalOptions& global) {
+  apply_named_limit(options, global);
   LimitedRequest request = resolve(options);
   util::InterruptSignals signals;
   Acquired acquired = acquire_from_store(global, signals, request, Asking::now, 0);

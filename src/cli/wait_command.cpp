@@ -16,9 +16,10 @@ struct WaitOptions {
   std::optional<std::string> timeout;
 };
 
-int run_wait(const WaitOptions& options, const GlobalOptions& global) {
+int run_wait(WaitOptions options, const GlobalOptions& global) {
+  std::optional<std::string> named_timeout = apply_named_limit(options.limit, global);
   LimitedRequest request = resolve(options.limit);
-  core::Nanos max_wait = parse_timeout(options.timeout);
+  core::Nanos max_wait = parse_timeout(options.timeout ? options.timeout : named_timeout);
   util::InterruptSignals signals;
   Acquired acquired = acquire_from_store(global, signals, request, Asking::for_the_next, max_wait);
   if (acquired.signal != 0) {

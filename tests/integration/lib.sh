@@ -17,6 +17,10 @@ WORK_ROOT=$(mktemp -d "${TMPDIR:-/tmp}/ratelimit-${SUITE_NAME}.XXXXXX")
 TEST_DIR=
 DB=
 export RATELIMIT_DB=
+# No configuration file of the user's or the system's: a test that wants one writes its own
+# (see test_config.sh).
+unset RATELIMIT_CONFIG
+export XDG_CONFIG_HOME=/nonexistent/ratelimit-tests RATELIMIT_SYSTEM_CONFIG=/nonexistent/ratelimit-tests/limits.toml
 
 rl() { "$RATELIMIT" "$@"; }
 

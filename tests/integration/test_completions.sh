@@ -165,7 +165,24 @@ expect_keys() {
   rm "$DB"
   expect_no_keys "$shell" "ratelimit --db missing.db try "
   expect_no_keys "$shell" "ratelimit try "
-  expect_eq "" "$(cat "$FAKE_CALLS")" "calls with a missing database (RATELIMIT_DB=$DB)"
+  # `limits --json` reads only the configuration files: it may run.
+  expect_eq "" "$(grep -v '^limits --json$' "$FAKE_CALLS")" \
+    "calls with a missing database (RATELIMIT_DB=$DB)"
+}
+
+# With the real binary: the named limits of the configuration files, from --config on the
+# line, beside the keys in the store.
+expect_named_limits() {
+  local shell=$1
+  printf '[limits.github]\nrate = "10/s"\n[limits.gist]\nrate = "1/s"\n' >named.toml
+  expect_offers_exactly "$shell" "ratelimit --config named.toml try gi" "gist github"
+  expect_offers_exactly "$shell" "ratelimit --config=named.toml run gith" "github"
+  # zsh offers no key after a global option that follows the command name (--json, --db
+  # alike): a limitation of its completion, not of the named limits.
+  [ "$shell" = zsh ] || expect_offers_exactly "$shell" "ratelimit wait --config named.toml g" "gist github"
+  rl try gizmo -r 5/s
+  expect_offers_exactly "$shell" "ratelimit --config named.toml try gi" "gist github gizmo"
+  expect_eq "" "$(cat "$TEST_DIR/complete.err")" "$shell: stderr of the key completion"
 }
 
 # With the real binary: its keys when it has `status`, else nothing and no message.
@@ -234,6 +251,7 @@ test_bash_completes_the_command_after_run() {
 
 test_bash_completes_keys() { expect_keys bash; }
 test_bash_completes_keys_of_the_real_store() { expect_real_keys bash; }
+test_bash_completes_named_limits() { expect_named_limits bash; }
 
 # --- fish ---
 
@@ -270,6 +288,7 @@ test_fish_completes_the_command_after_run() {
 
 test_fish_completes_keys() { expect_keys fish; }
 test_fish_completes_keys_of_the_real_store() { expect_real_keys fish; }
+test_fish_completes_named_limits() { expect_named_limits fish; }
 
 # --- zsh ---
 
@@ -307,5 +326,6 @@ test_zsh_completes_the_command_after_run() {
 
 test_zsh_completes_keys() { expect_keys zsh; }
 test_zsh_completes_keys_of_the_real_store() { expect_real_keys zsh; }
+test_zsh_completes_named_limits() { expect_named_limits zsh; }
 
 run_suite

@@ -115,7 +115,7 @@ invalid duration "soon"|wait k -r 5/s -t soon
 unknown unit "fortnight"|wait k -r 5/s -t 2fortnight
 unknown algorithm "token_bucket"; did you mean "token-bucket"?|try k -r 5/s -a token_bucket
 unknown command "fly"|fly k -r 5/s
---rate is required; expected --rate N/PERIOD; see ratelimit try --help|try k
+no rate for "k": give -r N/PERIOD, e.g. -r 10/s, or define [limits.k] in|try k
 a KEY is required; expected ratelimit try KEY [OPTIONS]|try -r 5/s
 unknown option "--frobnicate"; see ratelimit try --help|try k -r 5/s --frobnicate
 --rate: a value is missing; expected --rate N/PERIOD|try k -r

@@ -390,7 +390,7 @@ store_invocation() {
 }
 
 # Commands that never open a store.
-without_store() { case $1 in help | simulate | completions) return 0 ;; esac; return 1; }
+without_store() { case $1 in help | simulate | completions | limits) return 0 ;; esac; return 1; }
 
 # The commands `ratelimit --help` lists.
 listed_commands() {

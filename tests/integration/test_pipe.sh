@@ -346,7 +346,7 @@ test_bad_usage_exits_2() {
   expect_one_line
   expect_contains "$ERR" "--json does not apply to pipe"
   expect_status 2 rl pipe </dev/null
-  expect_contains "$ERR" "--rate is required"
+  expect_contains "$ERR" "no rate given; expected -r N/PERIOD"
   expect_status 2 rl pipe "" -r 1/s </dev/null
   expect_contains "$ERR" 'invalid key ""'
   expect_status 2 rl pipe -r 1/s -t soon </dev/null

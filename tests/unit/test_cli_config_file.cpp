@@ -1,0 +1,125 @@
+#include "cli/config_file.hpp"
+
+#include <doctest/doctest.h>
+#include <string>
+
+using namespace ratelimit;
+using cli::parse_config;
+
+namespace {
+
+cli::Config config(std::string_view text) {
+  auto parsed = parse_config(text, "limits.toml");
+  INFO("parse_config(\"", std::string(text), "\")");
+  REQUIRE_MESSAGE(parsed.ok(), (parsed.ok() ? "" : parsed.error()));
+  return *parsed;
+}
+
+std::string config_error(std::string_view text) {
+  auto parsed = parse_config(text, "limits.toml");
+  INFO("parse_config(\"", std::string(text), "\")");
+  REQUIRE_FALSE(parsed.ok());
+  return parsed.error();
+}
+
+} // namespace
+
+TEST_CASE("cli::parse_config reads named limits and the store") {
+  cli::Config parsed = config(R"(
+[limits.github]
+rate = ["10/s", "5000/h"]
+algorithm = "sliding-log"
+
+[limits."nightly-sync"]
+rate = "2/h"
+burst = 1
+cost = 1
+timeout = "30s"
+
+[store]
+url = "redis://localhost:6379/0"
+)");
+  REQUIRE(parsed.limits.size() == 2);
+  const cli::NamedLimit& github = parsed.limits.at("github");
+  CHECK(github.rates == std::vector<std::string>{"10/s", "5000/h"});
+  CHECK(github.algorithm == "sliding-log");
+  CHECK(github.bursts.empty());
+  CHECK_FALSE(github.cost);
+  CHECK(github.defined_in == "limits.toml:2");
+  const cli::NamedLimit& nightly = parsed.limits.at("nightly-sync");
+  CHECK(nightly.rates == std::vector<std::string>{"2/h"});
+  CHECK(nightly.bursts == std::vector<std::string>{"1"});
+  CHECK(nightly.cost == "1");
+  CHECK(nightly.timeout == "30s");
+  CHECK(parsed.store_url == "redis://localhost:6379/0");
+}
+
+TEST_CASE("cli::parse_config: an empty file, or one of comments, defines nothing") {
+  CHECK(config("").limits.empty());
+  CHECK_FALSE(config("# nothing\n\n").store_url);
+}
+
+TEST_CASE("cli::parse_config: names may hold spaces and quotes") {
+  cli::Config parsed = config("[limits.'a \"b\" c']\nrate = \"1/s\"\n");
+  CHECK(parsed.limits.count("a \"b\" c") == 1);
+}
+
+TEST_CASE("cli::parse_config: errors read FILE:LINE: what is wrong") {
+  CHECK(config_error("[limits.k\n").starts_with("limits.toml:1: "));
+  CHECK(config_error("[limits.k]\nrate = \"1/s\"\ncolour = 1\n") ==
+        "limits.toml:3: unknown setting \"colour\" in [limits.k]; expected one of rate, "
+        "algorithm, burst, cost, timeout");
+  CHECK(config_error("[limits.k]\nrate = \"ten/s\"\n").starts_with("limits.toml:2: "));
+  CHECK(config_error("[limits.k]\nrate = 10\n").starts_with("limits.toml:2: rate takes"));
+  CHECK(config_error("[limits.k]\nrate = []\n").starts_with("limits.toml:2: rate takes"));
+  CHECK(config_error("[limits.k]\nrate = [\"1/s\", 2]\n").starts_with("limits.toml:2: rate "));
+  CHECK(config_error("[limits.k]\nrate = \"1/s\"\nalgorithm = \"fast\"\n")
+            .starts_with("limits.toml:3: unknown algorithm"));
+  CHECK(config_error("[limits.k]\nrate = \"1/s\"\nburst = 0\n")
+            .starts_with("limits.toml:3: burst takes"));
+  CHECK(config_error("[limits.k]\nrate = \"1/s\"\ncost = \"1\"\n")
+            .starts_with("limits.toml:3: cost takes"));
+  CHECK(config_error("[limits.k]\nrate = \"1/s\"\ntimeout = 30\n")
+            .starts_with("limits.toml:3: timeout takes"));
+  CHECK(config_error("[limits.k]\nrate = \"1/s\"\ntimeout = \"soon\"\n")
+            .starts_with("limits.toml:3: timeout: "));
+  CHECK(config_error("[limits.k]\nalgorithm = \"gcra\"\n").starts_with("limits.toml:2: "));
+  CHECK(config_error("[limits.k]\n").starts_with("limits.toml:1: [limits.k] has no rate"));
+  CHECK(config_error("limits = 3\n").starts_with("limits.toml:1: limits must hold tables"));
+  CHECK(config_error("[limits]\nk = 3\n").starts_with("limits.toml:2: limits.k must be a table"));
+  CHECK(config_error("[other]\n").starts_with("limits.toml:1: unknown table [other]"));
+  CHECK(config_error("[store]\nurl = \"\"\n").starts_with("limits.toml:2: url takes"));
+  CHECK(config_error("[store]\nhost = \"x\"\n").starts_with("limits.toml:2: unknown setting"));
+}
+
+TEST_CASE("cli::parse_config checks a limit as a whole, as its options would be") {
+  CHECK(config_error("[limits.k]\nrate = \"1/s\"\nalgorithm = \"fixed-window\"\nburst = 3\n")
+            .starts_with("limits.toml:1: [limits.k]: --burst does not apply"));
+  CHECK(config_error("[limits.k]\nrate = [\"1/s\", \"10/min\"]\nburst = [1, 2, 3]\n")
+            .starts_with("limits.toml:1: [limits.k] has 3 bursts for 2 rates"));
+  CHECK(config_error("[limits.k]\nrate = \"2/s\"\ncost = 3\n").starts_with("limits.toml:1: "));
+  CHECK(config("[limits.k]\nrate = [\"1/s\", \"10/min\"]\nburst = [1, 2]\n").limits.size() == 1);
+}
+
+TEST_CASE("cli::parse_config: a message about an odd name stays on one line") {
+  std::string error = config_error("[limits.\"a\\nb\"]\nrate = \"1/s\"\ncolour = 1\n");
+  CHECK(error.find('\n') == std::string::npos);
+  CHECK(error.starts_with("limits.toml:3: "));
+}
+
+TEST_CASE("cli::table_name quotes what a bare TOML key cannot be") {
+  CHECK(cli::table_name("github") == "github");
+  CHECK(cli::table_name("nightly-sync_2") == "nightly-sync_2");
+  CHECK(cli::table_name("a b") == "\"a b\"");
+  CHECK(cli::table_name("") == "\"\"");
+}
+
+TEST_CASE("cli::parse_config: any character where whitespace may be is an error, not a crash") {
+  // toml++ 3.3 would reach undefined behaviour on these (see config_file.cpp).
+  CHECK(config_error("[limit\xEF\xBB\xAFs.k]\n").starts_with("limits.toml:1: "));
+  CHECK(config_error("\xCF\xBF;").starts_with("limits.toml:1: "));
+  CHECK(config_error("# ok\nname \xC3\xA9= 1\n").starts_with("limits.toml:2: "));
+  // In strings and comments they are text.
+  CHECK(config("\xEF\xBB\xBF[limits.\"caf\xC3\xA9\"]\nrate = \"1/s\" # \xEF\xBB\xAF\n")
+            .limits.size() == 1);
+}
