@@ -112,6 +112,11 @@ public:
         m_grants.push_back({expected.grant, actual.grant, arrival.limit_set, false});
       }
       ++(expected.allowed ? allowed : denied);
+      if (i % 7 == 6) {
+        // Now and then the `gc` command as well, which collects every fresh key: the
+        // collection inside `decide` rarely finds this key fresh just after its decision.
+        m_store.collect_garbage();
+      }
       std::vector<std::string> keys{m_key};
       std::vector<store::KeyStatus> status = m_store.status(keys);
       if (status.empty() && !m_state.limits.empty()) {
@@ -210,7 +215,7 @@ TEST_CASE("store::SqliteStore decides exactly as core::decide, for every algorit
       collected += conformance.collected;
     }
   }
-  MESSAGE("keys collected inside decide: " << collected);
+  CHECK(collected > 0);
 }
 
 TEST_CASE("store::SqliteStore collects a key exactly when the core says it is fresh") {
