@@ -56,8 +56,8 @@ bool one_in(core::Nanos seed, int n) {
 
 } // namespace
 
-SqliteStore::SqliteStore(std::string path, core::Nanos lock_timeout, Creation creation)
-    : m_database(std::move(path), lock_timeout, creation),
+SqliteStore::SqliteStore(std::string path, core::Nanos lock_timeout, Creation creation, Clock clock)
+    : m_clock(std::move(clock)), m_database(std::move(path), lock_timeout, creation),
       m_select(m_database.handle(),
                fmt::format("SELECT {} FROM keys WHERE name = ?1", k_state_columns)) {}
 
@@ -102,7 +102,7 @@ Statement& SqliteStore::prepared(std::unique_ptr<Statement>& slot, const char* s
 }
 
 core::Nanos SqliteStore::now() {
-  core::Nanos time = util::realtime_nanos();
+  core::Nanos time = m_clock();
   if (time > core::k_max_time) {
     throw StoreError(clock_beyond_range_message(fmt::format("database \"{}\"", m_database.path())));
   }

@@ -3,7 +3,9 @@
 #include "store/sqlite_database.hpp"
 #include "store/sqlite_statement.hpp"
 #include "store/store.hpp"
+#include "util/clock.hpp"
 
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -22,7 +24,13 @@ public:
   static constexpr int k_gc_one_in = 16;
   static constexpr int k_gc_batch = 32;
 
-  SqliteStore(std::string path, core::Nanos lock_timeout, Creation creation = Creation::if_missing);
+  // The clock read for every decision, give-back, status and collection: the system clock in
+  // production, a fake one in tests, so that the store can be compared with the core at
+  // explicit times. Stored once; calling it allocates nothing.
+  using Clock = std::function<core::Nanos()>;
+
+  SqliteStore(std::string path, core::Nanos lock_timeout, Creation creation = Creation::if_missing,
+              Clock clock = util::realtime_nanos);
   ~SqliteStore() override;
 
   core::Decision decide(std::string_view key, core::Algorithm algorithm,
@@ -59,6 +67,7 @@ private:
   [[noreturn]] void damaged(std::string_view key) const;
   Statement& prepared(std::unique_ptr<Statement>& slot, const char* sql);
 
+  Clock m_clock;
   SqliteDatabase m_database;
   Statement m_select;
   // Prepared on first use: a process makes one decision and needs one or two of them.

@@ -2,6 +2,7 @@
 // decision compared. The script counts time in microseconds, so the core is run with
 // microseconds too (it is pure integer arithmetic: the unit is the caller's); the store
 // converts to and from nanoseconds around the script (see redis_store.hpp).
+#include "conformance.hpp"
 #include "core/decide.hpp"
 #include "redis_server.hpp"
 #include "store/redis_connection.hpp"
@@ -13,34 +14,22 @@
 #include <random>
 
 using namespace ratelimit;
+using namespace ratelimit::conformance;
 
 namespace {
 
-constexpr core::Nanos k_no_limit = std::numeric_limits<core::Nanos>::max();
 constexpr core::Nanos k_second = 1'000'000; // in microseconds
-
-struct Arrival {
-  core::Nanos advance = 0; // after the previous arrival; negative: the clock stepped back
-  std::int64_t cost = 1;
-  bool reserve = false;
-  core::Nanos max_wait = k_no_limit;
-  int give_back = -1;        // before deciding, give back this earlier grant (an index)
-  std::size_t limit_set = 0; // the limits the request names, an index into the key's sets
-};
-
-core::Limit limit(std::int64_t count, core::Nanos period, std::int64_t burst = 0) {
-  return {{count, period}, burst ? burst : count};
-}
 
 // Both sides of one key: the core with the SQLite store's rule that only a granted decision,
 // or one that changed the key's limits, is written, and the script. Requests name one of
 // `limit_sets`, so that limits are dropped and named again along the way.
-class Conformance {
+class Conformance : private conformance::Comparison {
 public:
   Conformance(store::RedisScript& script, core::Algorithm algorithm,
               std::vector<std::vector<core::Limit>> limit_sets, std::string key)
       : m_script(script), m_algorithm(algorithm), m_limit_sets(std::move(limit_sets)),
         m_key(std::move(key)), m_state{algorithm, 0, {}} {
+    m_side = "script";
     m_script.reset(m_key);
   }
 
@@ -100,38 +89,6 @@ private:
     bool given_back = false;
   };
 
-  bool same(std::int64_t expected, std::int64_t actual, const char* what) {
-    if (expected == actual) {
-      return true;
-    }
-    FAIL_CHECK(m_where << ": " << std::string(what) << ": core " << expected << ", script "
-                       << actual);
-    return false;
-  }
-
-  bool same_decision(const core::Decision& expected, const core::Decision& actual) {
-    bool ok = same(expected.allowed, actual.allowed, "allowed") &&
-              same(expected.now, actual.now, "now") && same(expected.wait, actual.wait, "wait") &&
-              same(static_cast<std::int64_t>(expected.binding),
-                   static_cast<std::int64_t>(actual.binding), "binding") &&
-              same(expected.remaining, actual.remaining, "remaining") &&
-              same(expected.reset_after, actual.reset_after, "reset_after") &&
-              same(expected.grant.at, actual.grant.at, "grant at") &&
-              same(expected.grant.cost, actual.grant.cost, "grant cost") &&
-              same(static_cast<std::int64_t>(expected.grant.markers.size()),
-                   static_cast<std::int64_t>(actual.grant.markers.size()), "markers");
-    for (std::size_t i = 0; ok && i < expected.limits.size(); ++i) {
-      ok =
-          same(expected.limits[i].remaining, actual.limits[i].remaining, "limit remaining") &&
-          same(expected.limits[i].reset_after, actual.limits[i].reset_after, "limit reset_after") &&
-          same(expected.limits[i].retry_after, actual.limits[i].retry_after, "limit retry_after");
-    }
-    for (std::size_t i = 0; ok && i < expected.grant.markers.size(); ++i) {
-      ok = same(expected.grant.markers[i], actual.grant.markers[i], "marker");
-    }
-    return ok;
-  }
-
   // The key's standing and stored state, as `status` would show them.
   bool same_standing(core::Nanos now) {
     m_where += fmt::format(", inspected at {}", now);
@@ -172,111 +129,7 @@ private:
   core::KeyState m_state;
   core::MemoryGrantLog m_log;
   std::vector<Granted> m_grants;
-  std::string m_where;
 };
-
-// A reproducible table of arrivals for `limits`: bursts, pauses, steps back, waits with and
-// without a timeout, grants given back, and requests naming another of `limit_sets` of
-// `limit_sets` sets (the first is `limits`).
-std::vector<Arrival> random_arrivals(std::uint64_t seed, core::Algorithm algorithm,
-                                     const std::vector<core::Limit>& limits, std::size_t limit_sets,
-                                     int count) {
-  std::mt19937_64 random(seed);
-  auto uniform = [&](std::int64_t low, std::int64_t high) {
-    return std::uniform_int_distribution<std::int64_t>(low, high)(random);
-  };
-  std::int64_t capacity = std::numeric_limits<std::int64_t>::max();
-  core::Nanos period = 0;
-  for (const core::Limit& l : limits) {
-    capacity = std::min(capacity, l.max_cost(algorithm));
-    period = std::max(period, l.rate.period);
-  }
-  core::Nanos interval = limits.front().rate.emission_interval();
-  std::vector<Arrival> arrivals;
-  int grants_so_far = 0;
-  for (int i = 0; i < count; ++i) {
-    Arrival arrival;
-    std::int64_t kind = uniform(0, 99);
-    if (kind < 30) {
-      arrival.advance = 0;
-    } else if (kind < 65) {
-      arrival.advance = uniform(0, 2 * interval);
-    } else if (kind < 90) {
-      arrival.advance = uniform(0, period);
-    } else if (kind < 96) {
-      arrival.advance = uniform(period, 3 * period);
-    } else {
-      arrival.advance = -uniform(0, period / 2);
-    }
-    arrival.cost = uniform(0, 9) < 6 ? 1 : uniform(1, capacity);
-    arrival.reserve = uniform(0, 9) < 4;
-    if (arrival.reserve && uniform(0, 1) == 0) {
-      arrival.max_wait = uniform(0, 2 * period);
-    }
-    if (grants_so_far > 0 && uniform(0, 9) == 0) {
-      arrival.give_back = static_cast<int>(uniform(0, grants_so_far - 1));
-    }
-    if (limit_sets > 1 && uniform(0, 9) < 3) {
-      arrival.limit_set = static_cast<std::size_t>(uniform(1, limit_sets - 1));
-    }
-    ++grants_so_far; // an upper bound: indices past the real grants are ignored
-    arrivals.push_back(arrival);
-  }
-  return arrivals;
-}
-
-struct Configuration {
-  const char* name;
-  std::vector<core::Limit> limits;
-  core::Nanos start;
-};
-
-std::vector<Configuration> configurations(core::Algorithm algorithm) {
-  bool bucket = core::takes_burst(algorithm);
-  core::Nanos t0 = 1'700'000'000'123'457;
-  return {
-      {"10/s", {limit(10, k_second)}, t0},
-      {"3/s burst 5", {limit(3, k_second, bucket ? 5 : 0)}, t0},
-      {"7/3s burst 1", {limit(7, 3 * k_second, bucket ? 1 : 0)}, t0},
-      {"5/s and 20/10s", {limit(5, k_second), limit(20, 10 * k_second)}, t0},
-      {"2/100ms, 10/s, 50/min",
-       {limit(2, k_second / 10), limit(10, k_second), limit(50, 60 * k_second)},
-       t0},
-      {"1e8/day", {limit(100'000'000, 86'400 * k_second)}, t0},
-      // Months before the latest time counted (core::k_max_time, 2^62 ns: the year 2116),
-      // where doubles hold integers of 52 bits.
-      {"1e8/day late", {limit(100'000'000, 86'400 * k_second)}, 4'600'000'000'000'000},
-  };
-}
-
-// `limits`, then each of its limits dropped in turn, the first with a larger count (and
-// burst), with a longer period, and with a smaller burst: what a key meets when callers name
-// different limits.
-std::vector<std::vector<core::Limit>> limit_sets(const std::vector<core::Limit>& limits) {
-  std::vector<std::vector<core::Limit>> sets{limits};
-  if (limits.size() >= 2) {
-    for (std::size_t dropped = 0; dropped < limits.size(); ++dropped) {
-      std::vector<core::Limit> set;
-      for (std::size_t i = 0; i < limits.size(); ++i) {
-        if (i != dropped) {
-          set.push_back(limits[i]);
-        }
-      }
-      sets.push_back(set);
-    }
-  }
-  std::vector<core::Limit> changed = limits;
-  changed.front().rate.count *= 2;
-  changed.front().burst *= 2;
-  sets.push_back(changed);
-  std::vector<core::Limit> other_period = limits;
-  other_period.front().rate.period = other_period.front().rate.period * 3 / 2 + 7;
-  sets.push_back(other_period);
-  std::vector<core::Limit> smaller_burst = limits;
-  smaller_burst.front().burst = std::max<std::int64_t>(1, smaller_burst.front().burst / 2);
-  sets.push_back(smaller_burst);
-  return sets;
-}
 
 } // namespace
 
@@ -286,7 +139,7 @@ TEST_CASE("store::RedisScript decides exactly as core::decide, for every algorit
   store::RedisScript script(connection, "conformance:");
   std::uint64_t seed = 1;
   for (core::Algorithm algorithm : core::k_all_algorithms) {
-    for (const Configuration& configuration : configurations(algorithm)) {
+    for (const Configuration& configuration : configurations(algorithm, k_second)) {
       std::string key = fmt::format("{} {}", core::algorithm_name(algorithm), configuration.name);
       CAPTURE(key);
       auto sets = limit_sets(configuration.limits);

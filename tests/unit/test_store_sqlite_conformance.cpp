@@ -1,0 +1,260 @@
+// The SQLite store against the C++ core: the same arrivals through both, every decision
+// compared, the store reading a fake clock (in nanoseconds, the store's unit).
+#include "conformance.hpp"
+#include "core/bounds.hpp"
+#include "core/decide.hpp"
+#include "store/sqlite_store.hpp"
+
+#include <cstdlib>
+#include <doctest/doctest.h>
+#include <filesystem>
+#include <fmt/format.h>
+#include <unistd.h>
+
+using namespace ratelimit;
+using namespace ratelimit::conformance;
+
+namespace {
+
+constexpr core::Nanos k_second = core::k_nanos_per_second;
+
+// A database in a directory of its own, removed at the end.
+struct TemporaryDatabase {
+  std::filesystem::path directory;
+  TemporaryDatabase() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "ratelimit-test-XXXXXX");
+    REQUIRE(mkdtemp(pattern.data()) != nullptr);
+    directory = pattern;
+  }
+  ~TemporaryDatabase() { std::filesystem::remove_all(directory); }
+  std::string path() const { return (directory / "state.db").string(); }
+};
+
+// Both sides of one key: the core with the store's rule that only a granted decision, or
+// one that changed a stored key's limits, is written; and the store at the same times.
+//
+// The store also collects fresh keys now and then inside `decide`. A collected key comes
+// back as a new key (clock 0, no limits), so the mirror follows: when the key has vanished
+// from the store after a decision, the core's state must have been fresh then, and the core
+// goes on from a new key too. A fresh state decides like a new key at any later time, but
+// not necessarily after the clock steps back past the state's own clock (a new key has no
+// clock to hold the past against); hence the mirror restarts from a new key rather than
+// assuming the two interchangeable, and the neutrality is checked only for arrivals at or
+// after the time of the collection.
+class Conformance : private Comparison {
+public:
+  Conformance(store::SqliteStore& store, core::Nanos& clock, core::Algorithm algorithm,
+              std::vector<std::vector<core::Limit>> limit_sets, std::string key)
+      : m_store(store), m_clock(clock), m_algorithm(algorithm), m_limit_sets(std::move(limit_sets)),
+        m_key(std::move(key)), m_state{algorithm, 0, {}} {
+    m_side = "sqlite";
+    std::vector<std::string> keys{m_key};
+    m_store.reset(keys, false);
+  }
+
+  int allowed = 0;
+  int denied = 0;
+  int given = 0;
+  int collected = 0;
+
+  // Runs `arrivals` from `start`; false at the first disagreement (already reported).
+  bool run(core::Nanos start, const std::vector<Arrival>& arrivals) {
+    core::Nanos now = start;
+    std::optional<core::Nanos> collected_at;
+    core::KeyState before_collection{m_algorithm, 0, {}};
+    core::MemoryGrantLog log_before_collection;
+    for (std::size_t i = 0; i < arrivals.size(); ++i) {
+      const Arrival& arrival = arrivals[i];
+      now += arrival.advance;
+      m_clock = now;
+      const std::vector<core::Limit>& limits = m_limit_sets.at(arrival.limit_set);
+      m_where = fmt::format("{} arrival {} at {} (cost {}, {}, {} limits)", m_key, i, now,
+                            arrival.cost, arrival.reserve ? "wait" : "try", limits.size());
+      if (arrival.give_back >= 0 && arrival.give_back < static_cast<int>(m_grants.size()) &&
+          !m_grants[arrival.give_back].given_back) {
+        Granted& granted = m_grants[arrival.give_back];
+        granted.given_back = true;
+        const std::vector<core::Limit>& granted_limits = m_limit_sets[granted.limit_set];
+        // The store gives back nothing to a key it no longer holds.
+        if (!m_state.limits.empty()) {
+          core::give_back(m_state, granted_limits, m_log, now, granted.core);
+        }
+        m_store.give_back(m_key, m_algorithm, granted_limits, granted.store);
+        ++given;
+        collected_at.reset(); // the states differ from here on, by what was given back
+      }
+      core::Request request{now, arrival.cost, arrival.reserve, arrival.max_wait};
+      if (collected_at && now >= *collected_at) {
+        // The collection changed no decision: the state it forgot decides the same.
+        core::KeyState old = before_collection;
+        core::Decision kept = core::decide(old, limits, log_before_collection, request);
+        core::KeyState renewed = m_state;
+        core::MemoryGrantLog renewed_log = m_log;
+        core::Decision fresh = core::decide(renewed, limits, renewed_log, request);
+        if (!same(kept.allowed, fresh.allowed, "collected key allowed") ||
+            !same(kept.wait, fresh.wait, "collected key wait") ||
+            !same(kept.remaining, fresh.remaining, "collected key remaining")) {
+          return false;
+        }
+      }
+      collected_at.reset();
+      core::KeyState trial = m_state;
+      core::Decision expected = core::decide(trial, limits, m_log, request);
+      bool stored = !m_state.limits.empty();
+      if (expected.allowed || (stored && trial.limits != m_state.limits)) {
+        m_state = trial;
+      }
+      core::Decision actual = m_store.decide(m_key, m_algorithm, limits, request);
+      if (!same_decision(expected, actual)) {
+        return false;
+      }
+      if (expected.allowed) {
+        m_grants.push_back({expected.grant, actual.grant, arrival.limit_set, false});
+      }
+      ++(expected.allowed ? allowed : denied);
+      if (i % 7 == 6) {
+        // Now and then the `gc` command as well, which collects every fresh key: the
+        // collection inside `decide` rarely finds this key fresh just after its decision.
+        m_store.collect_garbage();
+      }
+      std::vector<std::string> keys{m_key};
+      std::vector<store::KeyStatus> status = m_store.status(keys);
+      if (status.empty() && !m_state.limits.empty()) {
+        // Collected by this decision: it must have been fresh.
+        if (!same(1, core::is_fresh(m_state, m_log, now), "collected key was fresh")) {
+          return false;
+        }
+        before_collection = m_state;
+        log_before_collection = m_log;
+        collected_at = now;
+        m_state = core::KeyState{m_algorithm, 0, {}};
+        m_log = core::MemoryGrantLog{};
+        ++collected;
+      }
+      if (i % 5 == 4 && !same_standing(now + arrival.advance / 2)) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+private:
+  struct Granted {
+    core::Grant core;
+    core::Grant store;
+    std::size_t limit_set = 0;
+    bool given_back = false;
+  };
+
+  // The key's standing and stored state, as `status` shows them.
+  bool same_standing(core::Nanos now) {
+    m_where += fmt::format(", inspected at {}", now);
+    m_clock = now;
+    std::vector<std::string> keys{m_key};
+    std::vector<store::KeyStatus> actual = m_store.status(keys);
+    if (m_state.limits.empty()) {
+      return same(0, static_cast<std::int64_t>(actual.size()), "stored");
+    }
+    if (!same(1, static_cast<std::int64_t>(actual.size()), "stored")) {
+      return false;
+    }
+    const store::KeyStatus& got = actual.front();
+    core::Decision expected = core::inspect(m_state, m_log, now);
+    bool ok = same(m_state.clock, got.state.clock, "clock") &&
+              same(m_state.log_period, got.state.log_period, "log period") &&
+              same(static_cast<std::int64_t>(m_state.limits.size()),
+                   static_cast<std::int64_t>(got.state.limits.size()), "limits") &&
+              same(expected.now, got.standing.now, "now") &&
+              same(expected.allowed, got.standing.allowed, "allowed") &&
+              same(expected.wait, got.standing.wait, "wait") &&
+              same(expected.remaining, got.standing.remaining, "remaining") &&
+              same(expected.reset_after, got.standing.reset_after, "reset_after") &&
+              same(static_cast<std::int64_t>(expected.binding),
+                   static_cast<std::int64_t>(got.standing.binding), "binding");
+    for (std::size_t i = 0; ok && i < m_state.limits.size(); ++i) {
+      ok = m_state.limits[i] == got.state.limits[i] || same(0, 1, "stored limit and slots differ");
+      ok = ok &&
+           same(expected.limits[i].remaining, got.standing.limits[i].remaining, "limit remaining");
+    }
+    return ok;
+  }
+
+  store::SqliteStore& m_store;
+  core::Nanos& m_clock;
+  core::Algorithm m_algorithm;
+  std::vector<std::vector<core::Limit>> m_limit_sets;
+  std::string m_key;
+  core::KeyState m_state;
+  core::MemoryGrantLog m_log;
+  std::vector<Granted> m_grants;
+};
+
+} // namespace
+
+TEST_CASE("store::SqliteStore decides exactly as core::decide, for every algorithm") {
+  TemporaryDatabase database;
+  core::Nanos clock = 0;
+  store::SqliteStore store(database.path(), 2 * k_second, store::Creation::if_missing,
+                           [&clock] { return clock; });
+  std::uint64_t seed = 1001;
+  int collected = 0;
+  for (core::Algorithm algorithm : core::k_all_algorithms) {
+    for (const Configuration& configuration : configurations(algorithm, k_second)) {
+      if (configuration.start > core::k_max_time / 2) {
+        continue; // in nanoseconds, past the latest time the store accepts
+      }
+      std::string key = fmt::format("{} {}", core::algorithm_name(algorithm), configuration.name);
+      CAPTURE(key);
+      auto sets = limit_sets(configuration.limits);
+      Conformance conformance(store, clock, algorithm, sets, key);
+      auto arrivals = random_arrivals(seed++, algorithm, configuration.limits, sets.size(), 250);
+      CHECK(conformance.run(configuration.start, arrivals));
+      CHECK(conformance.allowed > 25);
+      CHECK(conformance.denied > 25);
+      CHECK(conformance.given >= 3);
+      collected += conformance.collected;
+    }
+  }
+  CHECK(collected > 0);
+}
+
+TEST_CASE("store::SqliteStore collects a key exactly when the core says it is fresh") {
+  TemporaryDatabase database;
+  core::Nanos clock = 1'700'000'000 * k_second;
+  store::SqliteStore store(database.path(), 2 * k_second, store::Creation::if_missing,
+                           [&clock] { return clock; });
+  for (core::Algorithm algorithm : core::k_all_algorithms) {
+    std::string key = fmt::format("expiry {}", core::algorithm_name(algorithm));
+    CAPTURE(key);
+    std::vector<core::Limit> limits{limit(3, k_second, core::takes_burst(algorithm) ? 5 : 0),
+                                    limit(10, 7 * k_second)};
+    core::KeyState state{algorithm, 0, {}};
+    core::MemoryGrantLog log;
+    core::Nanos start = clock;
+    for (int i = 0; i < 4; ++i) {
+      clock = start + i * (k_second / 10);
+      core::Request request{clock, 1, false, k_no_limit};
+      core::Decision expected = core::decide(state, limits, log, request);
+      core::Decision actual = store.decide(key, algorithm, limits, request);
+      REQUIRE(expected.allowed == actual.allowed);
+    }
+    // The first time the core calls the state fresh, to the nanosecond.
+    core::Nanos low = clock;
+    core::Nanos high = clock + 60 * k_second;
+    REQUIRE_FALSE(core::is_fresh(state, log, low));
+    REQUIRE(core::is_fresh(state, log, high));
+    while (high - low > 1) {
+      core::Nanos middle = low + (high - low) / 2;
+      (core::is_fresh(state, log, middle) ? high : low) = middle;
+    }
+    std::vector<std::string> keys{key};
+    clock = low;
+    CHECK(store.collect_garbage().empty());
+    CHECK(store.status(keys).size() == 1);
+    clock = high;
+    std::vector<std::string> removed = store.collect_garbage();
+    CHECK(removed == keys);
+    CHECK(store.status(keys).empty());
+    clock = high + k_second;
+  }
+}
