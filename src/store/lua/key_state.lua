@@ -1,0 +1,224 @@
+-- The key's stored state for ratelimit.lua, which follows this part: the call's clock, the
+-- state loaded and checked against the bounds, the limits of a call, and saving with
+-- the expiry of a fresh key's state.
+
+local base = KEYS[1]
+local op = ARGV[1]
+local explicit_now = ARGV[2] ~= ''
+
+local function server_time()
+  local time = redis.call('TIME')
+  return tonumber(time[1]) * 1000000 + tonumber(time[2])
+end
+
+local now
+if explicit_now then
+  now = tonumber(ARGV[2])
+else
+  now = server_time()
+end
+
+local function make_limit(count, period, burst)
+  return {count = count, period = period, burst = burst, interval = ceil_div(period, count)}
+end
+
+-- Whether a stored limit and its slots are within the bounds that core::within_bounds
+-- applies, so that no arithmetic below leaves the exact integers. A bucket's refill may
+-- pass twice the longest period by a microsecond per unit of burst: the periods here are
+-- rounded up to whole microseconds.
+local function within_bounds(algorithm, limit, slots)
+  local count, period, burst = limit.count, limit.period, limit.burst
+  if not (is_exact(count) and is_exact(period) and is_exact(burst)) or count < 1 or
+      count > k_max_count or period < 1 or period > k_max_duration or count > period * 1000 or
+      burst < 1 or burst > k_max_total then
+    return false
+  end
+  if takes_burst(algorithm) then
+    return burst * ceil_div(period, count) <= 2 * k_max_duration + burst and
+               is_time(slots[1]) and is_time(slots[2]) and is_time(slots[3])
+  end
+  -- The fixed window keeps the time of its latest grant in its third slot.
+  local third = algorithm == 'fixed-window' and is_time(slots[3]) or is_total(slots[3])
+  return burst <= k_max_count and is_time(slots[1]) and is_total(slots[2]) and third
+end
+
+-- The stored state, or nil for a fresh key; nil and 'damaged' for a value it cannot read,
+-- one of another type included (set by hand, say).
+local function load()
+  local kind = redis.call('TYPE', base).ok
+  if kind == 'none' then
+    return nil
+  elseif kind ~= 'hash' then
+    return nil, 'damaged'
+  end
+  local flat = redis.call('HMGET', base, 'algorithm', 'clock', 'limits', 'log_period')
+  if not flat[1] and not flat[2] and not flat[3] then
+    return nil
+  end
+  local state = {algorithm = flat[1], clock = tonumber(flat[2]), limits = {},
+                 log_period = tonumber(flat[4] or '0')}
+  if not state.log_period then
+    return nil, 'damaged'
+  end
+  local values = {}
+  for word in string.gmatch(flat[3] or '', '%S+') do
+    values[#values + 1] = tonumber(word)
+  end
+  if not rules[state.algorithm or ''] or not is_time(state.clock) or #values == 0 or
+      #values % 6 ~= 0 then
+    return nil, 'damaged'
+  end
+  for i = 1, #values, 6 do
+    local limit = {count = values[i], period = values[i + 1], burst = values[i + 2]}
+    local slots = {values[i + 3], values[i + 4], values[i + 5]}
+    if not within_bounds(state.algorithm, limit, slots) then
+      return nil, 'damaged'
+    end
+    state.limits[#state.limits + 1] = {
+      limit = make_limit(limit.count, limit.period, limit.burst),
+      slots = slots,
+    }
+  end
+  return state
+end
+
+-- The caller names the key as the user knows it.
+local function damaged()
+  return {'damaged'}
+end
+
+-- Limits from ARGV[first..]: n, then n triples.
+local function read_limits(first)
+  local n = tonumber(ARGV[first])
+  local limits = {}
+  for i = 1, n do
+    local at = first + 3 * (i - 1)
+    limits[i] = make_limit(tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2]), tonumber(ARGV[at + 3]))
+  end
+  return limits, first + 1 + 3 * n
+end
+
+-- The slots of each requested limit: a stored limit equal to it keeps its own; any other
+-- is derived from the stored ones (the rules' carry).
+local function states_for(rule, state, limits, now)
+  local stored = state and state.limits or {}
+  local states = {}
+  for i, limit in ipairs(limits) do
+    for _, st in ipairs(stored) do
+      if st.limit.count == limit.count and st.limit.period == limit.period and
+          st.limit.burst == limit.burst then
+        states[i] = {st.slots[1], st.slots[2], st.slots[3]}
+      end
+    end
+    if not states[i] then
+      states[i] = rule.carry(limit, stored, now)
+    end
+  end
+  return states
+end
+
+-- Whether the key holds exactly `limits`, in this order.
+local function holds_limits(state, limits)
+  local stored = state and state.limits or {}
+  if #stored ~= #limits then
+    return false
+  end
+  for i, limit in ipairs(limits) do
+    local st = stored[i].limit
+    if st.count ~= limit.count or st.period ~= limit.period or st.burst ~= limit.burst then
+      return false
+    end
+  end
+  return true
+end
+
+local function longest_period(limits)
+  local longest = 0
+  for _, limit in ipairs(limits) do
+    longest = math.max(longest, limit.period)
+  end
+  return longest
+end
+
+-- The limit whose period is the log's retention, for the sliding log's take and give_back.
+local function retention_limit(log_period, limits)
+  local first = limits[1]
+  return make_limit(first.count, math.max(longest_period(limits), log_period), first.burst)
+end
+
+-- Every key that holds state for `algorithm`.
+local function keys_of(algorithm)
+  local keys = {base}
+  if algorithm == 'sliding-log' then
+    local by_time, by_cost = log_keys(base)
+    keys[2], keys[3] = by_time, by_cost
+  end
+  return keys
+end
+
+-- Whether the sliding log is sorted sets or absent, as this script writes it.
+local function logs_intact()
+  local by_time, by_cost = log_keys(base)
+  for _, key in ipairs({by_time, by_cost}) do
+    local kind = redis.call('TYPE', key).ok
+    if kind ~= 'none' and kind ~= 'zset' then
+      return false
+    end
+  end
+  return true
+end
+
+-- Writes the key's state: the limits of this call and their slots. Keys expire at
+-- `fresh_at`, when the state is a fresh key's again.
+local function save(algorithm, clock, limits, states, log_period, fresh_at)
+  local fields = {}
+  for i, limit in ipairs(limits) do
+    local s = states[i]
+    fields[#fields + 1] = table.concat({int(limit.count), int(limit.period), int(limit.burst),
+                                        int(s[1]), int(s[2]), int(s[3])}, ' ')
+  end
+  redis.call('HSET', base, 'algorithm', algorithm, 'clock', int(clock), 'limits',
+             table.concat(fields, ' '), 'log_period', int(log_period))
+  local keys = keys_of(algorithm)
+  if explicit_now then
+    for _, key in ipairs(keys) do
+      redis.call('PERSIST', key)
+    end
+    return
+  end
+  local ttl = fresh_at - server_time()
+  for _, key in ipairs(keys) do
+    if ttl <= 0 then
+      redis.call('DEL', key)
+    else
+      -- A millisecond more than the rounding: expiring early could grant too soon.
+      redis.call('PEXPIRE', key, ceil_div(ttl, 1000) + 1)
+    end
+  end
+end
+
+-- The standing of `states` at `at_now`: the least remaining, the longest reset_after.
+local function summarise(algorithm, limits, states, log, at_now)
+  local per_limit = {}
+  local remaining, reset_after, least = nil, 0, 1
+  for i, limit in ipairs(limits) do
+    local left, reset = rules[algorithm].usage(limit, states[i], log, at_now)
+    per_limit[i] = {left, reset}
+    reset_after = math.max(reset_after, reset)
+    if not remaining or left < remaining then
+      remaining, least = left, i
+    end
+  end
+  return remaining or -1, reset_after, per_limit, least
+end
+
+-- Saves `states` of `limits`; the key expires when each of them is fresh again, and a
+-- sliding log once its last grant has left the log's retention.
+local function save_all(algorithm, clock, limits, states, log_period, log)
+  local _, reset_after = summarise(algorithm, limits, states, log, clock)
+  if rules[algorithm].shares_state and #states > 0 then
+    reset_after = math.max(reset_after, states[1][1] + log_period - clock)
+  end
+  save(algorithm, clock, limits, states, log_period, clock + reset_after)
+end
+
