@@ -30,7 +30,7 @@ bool is_limit(Algorithm algorithm, const Limit& limit) {
 } // namespace
 
 bool within_bounds(const KeyState& state) {
-  if (!is_time(state.clock)) {
+  if (!is_time(state.clock) || !is_time(state.paused_until)) {
     return false;
   }
   // Slot 0 is a time for every algorithm; slots 1 and 2 are times or unused for the

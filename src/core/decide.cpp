@@ -98,6 +98,15 @@ void summarise(Decision& decision, const Rules& rules, std::span<const LimitStat
   }
 }
 
+// What a running pause (`decision.paused_until`) means to a decision's figures: nothing is
+// available until it ends, and the key is not fresh before.
+void apply_pause(Decision& decision) {
+  if (decision.paused_until > decision.now) {
+    decision.remaining = 0;
+    decision.reset_after = std::max(decision.reset_after, decision.paused_until - decision.now);
+  }
+}
+
 } // namespace
 
 Decision decide(KeyState& state, std::span<const Limit> limits, GrantLog& log,
@@ -127,6 +136,11 @@ Decision decide(KeyState& state, std::span<const Limit> limits, GrantLog& log,
     }
   }
 
+  if (state.paused_until > decision.now) {
+    // Nothing is granted before the pause ends, whatever the limits would allow.
+    decision.paused_until = state.paused_until;
+    at = std::max(at, state.paused_until);
+  }
   Nanos wait = at - decision.now;
   if (!request.reserve) {
     decision.refusal = wait == 0 ? Refusal::none : Refusal::later;
@@ -178,6 +192,7 @@ Decision decide(KeyState& state, std::span<const Limit> limits, GrantLog& log,
     state.log_period = std::max(state.log_period, longest_period(limits));
   }
   summarise(decision, rules, states, log, decision.allowed && wait == 0);
+  apply_pause(decision);
   return decision;
 }
 
@@ -217,24 +232,39 @@ Decision inspect(const KeyState& state, GrantLog& log, Nanos now, std::int64_t c
       decision.binding = i;
     }
   }
+  if (state.paused_until > decision.now) {
+    decision.paused_until = state.paused_until;
+    at = std::max(at, state.paused_until);
+  }
   decision.wait = at - decision.now;
   decision.allowed = decision.wait == 0;
   decision.refusal = decision.allowed ? Refusal::none : Refusal::later;
   summarise(decision, rules, state.limits, log, decision.allowed);
+  if (state.limits.empty()) {
+    decision.remaining = 0; // a key that holds only a pause has no limit to count from
+  }
   decision.reset_after =
       std::max(decision.reset_after, retention_after(rules, state, decision.now));
+  apply_pause(decision);
   return decision;
 }
 
 bool is_fresh(const KeyState& state, GrantLog& log, Nanos now) {
   const Rules& rules = rules_for(state.algorithm);
   Nanos time = std::max(now, state.clock);
-  if (retention_after(rules, state, time) > 0) {
+  if (state.paused_until > time || retention_after(rules, state, time) > 0) {
     return false;
   }
   return std::all_of(state.limits.begin(), state.limits.end(), [&](const LimitState& limit_state) {
     return rules.usage(limit_state.limit, limit_state, log, time).reset_after == 0;
   });
+}
+
+Nanos pause(KeyState& state, Nanos now, Nanos duration) {
+  state.clock = std::max(state.clock, now);
+  Nanos until = duration >= k_max_time - state.clock ? k_max_time : state.clock + duration;
+  state.paused_until = std::max(state.paused_until, until);
+  return state.paused_until;
 }
 
 } // namespace ratelimit::core

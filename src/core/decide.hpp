@@ -61,13 +61,17 @@ struct Decision {
   // fresh again under every limit.
   std::int64_t remaining = 0;
   Nanos reset_after = 0;
+  // The end of the key's pause when one runs at the decision (`wait` reaches at least to
+  // it, and `remaining` is 0); else 0.
+  Nanos paused_until = 0;
   std::vector<LimitReport> limits;
   Grant grant;
 };
 
 // Decides `request` for a key with `state` under `limits` (all or nothing), updating
 // `state` and `log` when granted. Pure: the only time is `request.now`. `limits` must have
-// passed `check_limits`.
+// passed `check_limits`. While the key is paused a `try` is refused until the pause ends,
+// and a reservation's slot is not before its end.
 Decision decide(KeyState& state, std::span<const Limit> limits, GrantLog& log,
                 const Request& request);
 
@@ -81,7 +85,14 @@ void give_back(KeyState& state, std::span<const Limit> limits, GrantLog& log, Na
 // what the key holds at `now` (or at its clock, when that is later).
 Decision inspect(const KeyState& state, GrantLog& log, Nanos now, std::int64_t cost = 1);
 
-// Whether `state` is a fresh key's at `now`: forgetting it would change no decision.
+// Whether `state` is a fresh key's at `now`: forgetting it would change no decision. A
+// paused key is not fresh until its pause ends.
 bool is_fresh(const KeyState& state, GrantLog& log, Nanos now);
+
+// Pauses the key of `state` from its clock (`now`, or later when the clock stepped back)
+// for `duration`: it grants nothing until then. A pause already running that ends later
+// is kept: a pause extends one, never shortens it. The end is at most k_max_time. Returns
+// the end of the pause.
+Nanos pause(KeyState& state, Nanos now, Nanos duration);
 
 } // namespace ratelimit::core

@@ -41,7 +41,9 @@ struct LimitState {
   friend bool operator==(const LimitState&, const LimitState&) = default;
 };
 
-// Everything stored for one key besides a sliding log's entries.
+// Everything stored for one key besides a sliding log's entries. A key with no limits holds
+// only a pause (`ratelimit pause` on a key never used): it belongs to no algorithm yet, and
+// `algorithm` means nothing until a call names one.
 struct KeyState {
   Algorithm algorithm = Algorithm::token_bucket;
   // The latest time this key has seen: a key's clock never runs backwards, so a system
@@ -53,6 +55,9 @@ struct KeyState {
   // Sliding log: the longest period any call on the key has named. The key's one log keeps
   // the grants of that long, so that no limit, however long its period, misses any.
   Nanos log_period = 0;
+  // Until when the key grants nothing to anyone, whatever its limits (`ratelimit pause`);
+  // a time in the past, 0 included, is no pause.
+  Nanos paused_until = 0;
 };
 
 // Why `limits` cannot serve a request of `cost`, or nothing when they can: an empty list,

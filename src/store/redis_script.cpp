@@ -128,6 +128,7 @@ core::Decision RedisScript::decide(std::string_view key, core::Algorithm algorit
     throw StoreError("redis: unexpected reply from the ratelimit script");
   }
   decision.refusal = static_cast<core::Refusal>(refusal);
+  decision.paused_until = read.integer();
   if (decision.allowed) {
     decision.grant = {at, request.cost, std::move(markers)};
   }
@@ -172,11 +173,13 @@ std::optional<KeyStatus> RedisScript::inspect(std::string_view key,
   ReplyReader read(reply);
   KeyStatus status;
   status.key = std::string(key);
-  auto algorithm = core::parse_algorithm(read.text());
-  if (!algorithm) {
+  std::string algorithm_name = read.text();
+  auto algorithm = core::parse_algorithm(algorithm_name);
+  if (!algorithm && !algorithm_name.empty()) {
     damaged(key);
   }
-  status.state.algorithm = *algorithm;
+  // A key that holds only a pause has no algorithm (the placeholder stays) and no limits.
+  status.state.algorithm = algorithm ? *algorithm : core::Algorithm::token_bucket;
   status.state.clock = read.integer();
   core::Decision& standing = status.standing;
   standing.now = read.integer();
@@ -184,11 +187,12 @@ std::optional<KeyStatus> RedisScript::inspect(std::string_view key,
   standing.wait = read.integer();
   std::int64_t binding = read.integer();
   std::int64_t count = read.integer();
-  if (count < 1 || binding < 0 || binding >= count) {
+  if (count < (algorithm ? 1 : 0) || (!algorithm && count != 0) || binding < 0 ||
+      binding >= std::max<std::int64_t>(count, 1)) {
     throw StoreError("redis: unexpected reply from the ratelimit script");
   }
   standing.binding = static_cast<std::size_t>(binding);
-  standing.remaining = std::numeric_limits<std::int64_t>::max();
+  standing.remaining = count > 0 ? std::numeric_limits<std::int64_t>::max() : 0;
   for (std::int64_t i = 0; i < count; ++i) {
     core::LimitState limit;
     limit.limit.rate.count = read.integer();
@@ -207,14 +211,50 @@ std::optional<KeyStatus> RedisScript::inspect(std::string_view key,
     standing.remaining = std::min(standing.remaining, report.remaining);
   }
   status.state.log_period = read.integer();
-  if (status.state.algorithm == core::Algorithm::sliding_log) {
+  status.state.paused_until = read.integer();
+  if (status.state.algorithm == core::Algorithm::sliding_log && count > 0) {
     // Not fresh while the log holds grants that its longest period would count (as
     // core::inspect).
     standing.reset_after =
         std::max(standing.reset_after,
                  status.state.limits.front().slots[0] + status.state.log_period - standing.now);
   }
+  if (status.state.paused_until > standing.now) {
+    // As core::inspect: nothing is available until the pause ends.
+    standing.paused_until = status.state.paused_until;
+    standing.remaining = 0;
+    standing.reset_after = std::max(standing.reset_after, standing.paused_until - standing.now);
+  }
   return status;
+}
+
+PauseStanding RedisScript::pause(std::string_view key, core::Nanos duration,
+                                 std::optional<core::Nanos> now) {
+  std::string arguments[] = {"pause", now_argument(now), std::to_string(duration)};
+  RedisReply reply = m_connection.run_script(redis_keys_of(m_prefix, key, true), arguments);
+  return pause_reply(key, reply);
+}
+
+PauseStanding RedisScript::pause_of(std::string_view key, std::optional<core::Nanos> now) {
+  std::string arguments[] = {"pause_of", now_argument(now)};
+  std::string keys[] = {redis_key(m_prefix, key)};
+  RedisReply reply = m_connection.run_script(keys, arguments);
+  return pause_reply(key, reply);
+}
+
+PauseStanding RedisScript::pause_reply(std::string_view key, const RedisReply& reply) const {
+  std::string status = status_of(reply);
+  if (status == "clock") {
+    clock_beyond_range();
+  }
+  if (status == "damaged") {
+    damaged(key);
+  }
+  ReplyReader read(reply);
+  PauseStanding standing;
+  standing.now = read.integer();
+  standing.paused_until = read.integer();
+  return standing;
 }
 
 bool RedisScript::reset(std::string_view key) {

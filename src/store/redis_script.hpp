@@ -34,7 +34,15 @@ public:
   // Forgets `key`, whatever its values hold; whether it existed.
   bool reset(std::string_view key);
 
+  // As Store::pause and Store::pause_of; `now` explicit for tests. A `duration` of a
+  // whole number of microseconds.
+  PauseStanding pause(std::string_view key, core::Nanos duration,
+                      std::optional<core::Nanos> now = std::nullopt);
+  PauseStanding pause_of(std::string_view key, std::optional<core::Nanos> now = std::nullopt);
+
 private:
+  PauseStanding pause_reply(std::string_view key, const RedisReply& reply) const;
+
   // Throws the StoreError for a key whose values the script cannot read (of another type,
   // set by hand, say): decide, give_back and inspect refuse it, naming `key`.
   [[noreturn]] void damaged(std::string_view key) const;

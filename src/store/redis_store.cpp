@@ -24,6 +24,7 @@ void decision_to_nanos(core::Decision& decision) {
   decision.now = to_nanos(decision.now);
   decision.wait = to_nanos(decision.wait);
   decision.reset_after = to_nanos(decision.reset_after);
+  decision.paused_until = to_nanos(decision.paused_until);
   for (core::LimitReport& limit : decision.limits) {
     limit.reset_after = to_nanos(limit.reset_after);
     limit.retry_after = to_nanos(limit.retry_after);
@@ -116,6 +117,7 @@ std::vector<KeyStatus> RedisStore::status(std::span<const std::string> keys) {
     // none of these products overflows.
     status->state.clock = to_nanos(status->state.clock);
     status->state.log_period = to_nanos(status->state.log_period);
+    status->state.paused_until = to_nanos(status->state.paused_until);
     for (core::LimitState& limit : status->state.limits) {
       limit.limit.rate.period = to_nanos(limit.limit.rate.period);
       limit.slots[0] = to_nanos(limit.slots[0]); // every algorithm's first slot is a time
@@ -148,6 +150,17 @@ std::size_t RedisStore::reset(std::span<const std::string> keys, bool all) {
     m_connection.command(call);
   }
   return removed;
+}
+
+PauseStanding RedisStore::pause(std::string_view key, core::Nanos duration) {
+  // Rounded up to whole microseconds: a pause is never shorter than asked.
+  PauseStanding standing = m_script.pause(key, core::ceil_div(duration, k_micro));
+  return {to_nanos(standing.now), to_nanos(standing.paused_until)};
+}
+
+PauseStanding RedisStore::pause_of(std::string_view key) {
+  PauseStanding standing = m_script.pause_of(key);
+  return {to_nanos(standing.now), to_nanos(standing.paused_until)};
 }
 
 std::vector<std::string> RedisStore::collect_garbage() {

@@ -27,6 +27,8 @@ public:
                  std::span<const core::Limit> limits, const core::Grant& grant) override;
   std::vector<KeyStatus> status(std::span<const std::string> keys) override;
   std::size_t reset(std::span<const std::string> keys, bool all) override;
+  PauseStanding pause(std::string_view key, core::Nanos duration) override;
+  PauseStanding pause_of(std::string_view key) override;
   std::vector<std::string> collect_garbage() override;
   core::Nanos now() override;
 

@@ -21,7 +21,7 @@ namespace {
 
 constexpr const char* k_schema = R"sql(
 PRAGMA application_id = 1380732244;
-PRAGMA user_version = 2;
+PRAGMA user_version = 3;
 PRAGMA journal_mode = WAL;
 CREATE TABLE keys (
   id INTEGER PRIMARY KEY,
@@ -33,7 +33,10 @@ CREATE TABLE keys (
   -- collection finds the keys it can forget in this index without reading the others.
   fresh_at INTEGER NOT NULL DEFAULT 0,
   -- Sliding log: the longest period a call on the key has named, how long its log keeps.
-  log_period INTEGER NOT NULL DEFAULT 0
+  log_period INTEGER NOT NULL DEFAULT 0,
+  -- Until when the key grants nothing (`ratelimit pause`), in ns since the epoch; 0: never
+  -- paused. A key that holds only a pause has the algorithm '' and no limits.
+  paused_until INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX keys_by_fresh_at ON keys (fresh_at);
 -- A sliding-log key's one log, whatever limits its calls named.
@@ -148,6 +151,10 @@ void SqliteDatabase::upgrade() {
     sqlite3_finalize(statement);
     if (version == 1) {
       upgrade_from_version_1(m_db);
+      version = 2;
+    }
+    if (version == 2) {
+      upgrade_from_version_2(m_db);
     }
     execute("COMMIT");
   } catch (...) {

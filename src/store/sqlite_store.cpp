@@ -14,18 +14,30 @@ namespace ratelimit::store {
 namespace {
 
 // The columns every query of a key's state selects, in this order; the name may follow.
-constexpr const char* k_state_columns = "id, algorithm, clock, limits, fresh_at, log_period";
+constexpr const char* k_state_columns =
+    "id, algorithm, clock, limits, fresh_at, log_period, paused_until";
+constexpr int k_name_column = 7;
 
 // The state stored in the columns of `statement` (see k_state_columns), or nothing when it
-// cannot be decoded.
+// cannot be decoded. A key that holds only a pause has the algorithm '' and no limits.
 std::optional<core::KeyState> decode_state(const Statement& statement) {
-  auto algorithm = core::parse_algorithm(statement.column_blob(1));
+  std::string_view algorithm_name = statement.column_blob(1);
   auto limits = decode_limits(statement.column_blob(3));
-  if (!algorithm || !limits) {
+  if (!limits) {
     return std::nullopt;
   }
-  core::KeyState state{*algorithm, statement.column_int(2), std::move(*limits),
-                       statement.column_int(5)};
+  core::KeyState state;
+  if (!algorithm_name.empty() || !limits->empty()) {
+    auto algorithm = core::parse_algorithm(algorithm_name);
+    if (!algorithm) {
+      return std::nullopt;
+    }
+    state.algorithm = *algorithm;
+  }
+  state.clock = statement.column_int(2);
+  state.limits = std::move(*limits);
+  state.log_period = statement.column_int(5);
+  state.paused_until = statement.column_int(6);
   if (!core::within_bounds(state)) {
     return std::nullopt;
   }
@@ -174,8 +186,9 @@ void SqliteStore::erase(std::int64_t id) {
 }
 
 void SqliteStore::collect_some_garbage(core::Nanos now) {
-  Statement& due = prepared(m_due, "SELECT id, algorithm, clock, limits, fresh_at, log_period "
-                                   "FROM keys WHERE fresh_at <= ?1 ORDER BY fresh_at LIMIT ?2");
+  Statement& due = prepared(m_due, "SELECT id, algorithm, clock, limits, fresh_at, log_period, "
+                                   "paused_until FROM keys WHERE fresh_at <= ?1 ORDER BY "
+                                   "fresh_at LIMIT ?2");
   struct Due {
     std::int64_t id;
     std::optional<core::KeyState> state;
@@ -210,15 +223,34 @@ core::Decision SqliteStore::decide(std::string_view key, core::Algorithm algorit
     // The clock is read under the lock, so that decisions on a key are made in the order
     // of their times.
     request.now = now();
-    if (existing && existing->state.algorithm != algorithm) {
+    if (existing && existing->state.algorithm != algorithm && !existing->state.limits.empty()) {
       // A fresh key belongs to no algorithm: forgetting it changes no decision, and Redis
-      // lets it expire.
+      // lets it expire. A pause it holds stays.
       SqliteGrantLog old_log(m_database.handle(), existing->id);
-      if (!core::is_fresh(existing->state, old_log, request.now)) {
+      core::KeyState unpaused = existing->state;
+      unpaused.paused_until = 0;
+      if (!core::is_fresh(unpaused, old_log, request.now)) {
         throw KeyConflict(key_conflict_message(key, existing->state.algorithm, algorithm));
       }
-      erase(existing->id);
-      existing.reset();
+      if (existing->state.paused_until > request.now) {
+        prepared(m_erase_log, "DELETE FROM grant_log WHERE key_id = ?1")
+            .bind(1, existing->id)
+            .run();
+        existing->state.limits.clear();
+        existing->state.log_period = 0;
+      } else {
+        erase(existing->id);
+        existing.reset();
+      }
+    }
+    if (existing && existing->state.limits.empty()) {
+      // A key that holds only a pause takes the algorithm of its first call; the decision
+      // writes the limits, since they change from none.
+      prepared(m_adopt, "UPDATE keys SET algorithm = ?2 WHERE id = ?1")
+          .bind(1, existing->id)
+          .bind_text(2, core::algorithm_name(algorithm))
+          .run();
+      existing->state.algorithm = algorithm;
     }
     Row row = existing ? *existing : Row{0, {algorithm, 0, {}}};
     if (!existing && algorithm == core::Algorithm::sliding_log) {
@@ -246,7 +278,7 @@ void SqliteStore::give_back(std::string_view key, core::Algorithm algorithm,
                             std::span<const core::Limit> limits, const core::Grant& grant) {
   transaction([&] {
     std::optional<Row> row = find(key);
-    if (!row || row->state.algorithm != algorithm) {
+    if (!row || row->state.algorithm != algorithm || row->state.limits.empty()) {
       return 0; // reset meanwhile: there is nothing to give back to
     }
     SqliteGrantLog log(m_database.handle(), row->id);
@@ -286,7 +318,7 @@ std::vector<KeyStatus> SqliteStore::status(std::span<const std::string> keys) {
                   fmt::format("SELECT {}, name FROM keys ORDER BY name", k_state_columns));
     std::vector<std::pair<std::string, std::optional<Row>>> rows;
     while (all.step()) {
-      std::string name(all.column_blob(6));
+      std::string name(all.column_blob(k_name_column));
       std::optional<core::KeyState> state = decode_state(all);
       std::optional<Row> row;
       if (state) {
@@ -339,6 +371,54 @@ std::size_t SqliteStore::reset(std::span<const std::string> keys, bool all) {
   });
 }
 
+PauseStanding SqliteStore::pause(std::string_view key, core::Nanos duration) {
+  return transaction([&] {
+    std::optional<Row> row = find(key);
+    core::Nanos time = now();
+    Row paused = row ? *row : Row{};
+    core::Nanos until = core::pause(paused.state, time, duration);
+    SqliteGrantLog log(m_database.handle(), paused.id);
+    core::Nanos fresh = fresh_at(core::inspect(paused.state, log, time));
+    if (!row && until <= paused.state.clock) {
+      // A pause of 0 (Retry-After: 0) holds nothing: no key is made for it.
+    } else if (!row) {
+      // No algorithm and no limits: the first call on the key gives them.
+      prepared(m_insert_paused, "INSERT INTO keys (name, algorithm, clock, limits, fresh_at, "
+                                "paused_until) VALUES (?1, '', ?2, ?3, ?4, ?5)")
+          .bind_blob(1, key)
+          .bind(2, paused.state.clock)
+          .bind_blob(3, "")
+          .bind(4, fresh)
+          .bind(5, until)
+          .run();
+    } else {
+      prepared(m_update_paused,
+               "UPDATE keys SET clock = ?2, paused_until = ?3, fresh_at = ?4 WHERE id = ?1")
+          .bind(1, paused.id)
+          .bind(2, paused.state.clock)
+          .bind(3, until)
+          .bind(4, std::max(fresh, paused.fresh_at))
+          .run();
+    }
+    return PauseStanding{paused.state.clock, until};
+  });
+}
+
+PauseStanding SqliteStore::pause_of(std::string_view key) {
+  // One statement reads one snapshot: no transaction, no lock.
+  Statement& select =
+      prepared(m_select_pause, "SELECT clock, paused_until FROM keys WHERE name = ?1");
+  select.bind_blob(1, key);
+  PauseStanding standing{now(), 0};
+  if (select.step()) {
+    standing.now = std::max(standing.now, select.column_int(0));
+    core::Nanos until = select.column_int(1);
+    standing.paused_until = until > standing.now ? until : 0;
+  }
+  select.reset();
+  return standing;
+}
+
 std::vector<std::string> SqliteStore::collect_garbage() {
   return transaction([&] {
     core::Nanos time = now();
@@ -353,7 +433,7 @@ std::vector<std::string> SqliteStore::collect_garbage() {
       std::int64_t id = all.column_int(0);
       SqliteGrantLog log(m_database.handle(), id);
       if (core::is_fresh(*state, log, time)) {
-        fresh.emplace_back(id, std::string(all.column_blob(6)));
+        fresh.emplace_back(id, std::string(all.column_blob(k_name_column)));
       }
     }
     all.reset();

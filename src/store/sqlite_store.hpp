@@ -39,6 +39,8 @@ public:
                  std::span<const core::Limit> limits, const core::Grant& grant) override;
   std::vector<KeyStatus> status(std::span<const std::string> keys) override;
   std::size_t reset(std::span<const std::string> keys, bool all) override;
+  PauseStanding pause(std::string_view key, core::Nanos duration) override;
+  PauseStanding pause_of(std::string_view key) override;
   std::vector<std::string> collect_garbage() override;
   core::Nanos now() override;
 
@@ -79,6 +81,10 @@ private:
   std::unique_ptr<Statement> m_erase_key;
   std::unique_ptr<Statement> m_due;
   std::unique_ptr<Statement> m_set_fresh_at;
+  std::unique_ptr<Statement> m_adopt;
+  std::unique_ptr<Statement> m_insert_paused;
+  std::unique_ptr<Statement> m_update_paused;
+  std::unique_ptr<Statement> m_select_pause;
 };
 
 } // namespace ratelimit::store

@@ -83,4 +83,9 @@ void upgrade_from_version_1(sqlite3* db) {
   execute(db, "DROP TABLE grant_log_1; PRAGMA user_version = 2;");
 }
 
+void upgrade_from_version_2(sqlite3* db) {
+  execute(db, "ALTER TABLE keys ADD COLUMN paused_until INTEGER NOT NULL DEFAULT 0;"
+              "PRAGMA user_version = 3;");
+}
+
 } // namespace ratelimit::store

@@ -45,6 +45,13 @@ struct KeyStatus {
   core::Decision standing; // from core::inspect at the store's now
 };
 
+// A key's pause as the store sees it: `now` by the store's clock, and the end of the pause,
+// 0 when none runs at `now`. Both in nanoseconds since the epoch.
+struct PauseStanding {
+  core::Nanos now = 0;
+  core::Nanos paused_until = 0;
+};
+
 // Where keys live. Each call is one atomic read-modify-write of one key; nothing is held
 // between calls, so a caller may sleep between them.
 class Store {
@@ -67,6 +74,15 @@ public:
 
   // Forgets `keys` (all keys when `all`); returns how many existed.
   virtual std::size_t reset(std::span<const std::string> keys, bool all) = 0;
+
+  // Pauses `key` for `duration` from the store's now (core::pause): no grant to anyone until
+  // it ends. A key that does not exist is created, holding only the pause. Returns the
+  // pause, which a longer one already running keeps.
+  virtual PauseStanding pause(std::string_view key, core::Nanos duration) = 0;
+
+  // The pause of `key` now, without changing anything: one read, for a waiter that wakes to
+  // check that no pause began while it slept.
+  virtual PauseStanding pause_of(std::string_view key) = 0;
 
   // Forgets keys whose state is a fresh key's; returns their names.
   virtual std::vector<std::string> collect_garbage() = 0;

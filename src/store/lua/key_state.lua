@@ -51,12 +51,25 @@ local function load()
   elseif kind ~= 'hash' then
     return nil, 'damaged'
   end
-  local flat = redis.call('HMGET', base, 'algorithm', 'clock', 'limits', 'log_period')
+  local flat = redis.call('HMGET', base, 'algorithm', 'clock', 'limits', 'log_period',
+                          'paused_until')
   if not flat[1] and not flat[2] and not flat[3] then
     return nil
   end
+  local paused_until = tonumber(flat[5] or '0')
+  if not paused_until or not is_time(paused_until) then
+    return nil, 'damaged'
+  end
+  if not flat[1] and not flat[3] then
+    -- Only a pause (`ratelimit pause` on a key never used): no algorithm, no limits yet.
+    local clock = tonumber(flat[2])
+    if not is_time(clock) or flat[4] then
+      return nil, 'damaged'
+    end
+    return {algorithm = nil, clock = clock, limits = {}, log_period = 0, paused_until = paused_until}
+  end
   local state = {algorithm = flat[1], clock = tonumber(flat[2]), limits = {},
-                 log_period = tonumber(flat[4] or '0')}
+                 log_period = tonumber(flat[4] or '0'), paused_until = paused_until}
   if not state.log_period then
     return nil, 'damaged'
   end
@@ -212,13 +225,14 @@ local function summarise(algorithm, limits, states, log, at_now)
   return remaining or -1, reset_after, per_limit, least
 end
 
--- Saves `states` of `limits`; the key expires when each of them is fresh again, and a
--- sliding log once its last grant has left the log's retention.
-local function save_all(algorithm, clock, limits, states, log_period, log)
+-- Saves `states` of `limits`; the key expires when each of them is fresh again, a sliding
+-- log once its last grant has left the log's retention, and not before its pause ends.
+local function save_all(algorithm, clock, limits, states, log_period, log, paused_until)
   local _, reset_after = summarise(algorithm, limits, states, log, clock)
   if rules[algorithm].shares_state and #states > 0 then
     reset_after = math.max(reset_after, states[1][1] + log_period - clock)
   end
+  reset_after = math.max(reset_after, (paused_until or 0) - clock)
   save(algorithm, clock, limits, states, log_period, clock + reset_after)
 end
 

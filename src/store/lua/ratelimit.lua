@@ -2,21 +2,27 @@
 --   KEYS[1]   the key's hash: algorithm, clock, limits ("count period burst s1 s2 s3" per
 --             limit of the last call, in order), log_period (sliding log: the longest
 --             period a call named); KEYS[2..3] its sliding log, BASE:t and BASE:c
---   ARGV[1]   decide | give_back | inspect | reset
+--   ARGV[1]   decide | give_back | inspect | reset | pause | pause_of
 --   ARGV[2]   now in microseconds, for the conformance test only; empty: the server's TIME.
 --             With an explicit now nothing expires, so that a test's clock need not be real.
 --   decide    ARGV[3..] algorithm cost reserve(0|1) max_wait(-1: none) n, n x (count
 --             period burst) -> {'ok', allowed, now, wait, binding, remaining, reset_after,
---             at, n, n x (remaining, reset_after, retry_after, marker), refusal}
---             or {'conflict', stored algorithm}
+--             at, n, n x (remaining, reset_after, retry_after, marker), refusal,
+--             paused_until (0: no pause runs)} or {'conflict', stored algorithm}
 --   decide, give_back and inspect reply {'damaged'} for a key whose values this script did
 --   not write (another type, unreadable fields, values out of bounds), and {'clock'} when
 --   the clock is past the latest time the store counts
 --   give_back ARGV[3..] algorithm at cost n, n x (count period burst), n x marker -> {'ok'}
 --   inspect   ARGV[3] cost (empty: 1) -> {'none'} or {'ok', algorithm, clock, now, allowed,
 --             wait, binding, n, n x (count period burst s1 s2 s3 remaining reset_after
---             retry_after), log_period}, as core::inspect for a try of that cost
+--             retry_after), log_period, paused_until}, as core::inspect for a try of that
+--             cost; a key that holds only a pause has the algorithm '' and no limits
 --   reset     -> 1 if the key existed, else 0
+--   pause     ARGV[3] duration -> {'ok', now, paused_until}; the key holds at least that
+--             pause (core::pause), created with it alone when missing. KEYS as for a
+--             sliding log: whatever expires before the pause ends is kept until then.
+--   pause_of  -> {'ok', now, paused_until (0: none runs)}, reading only KEYS[1]
+-- A key's pause is the field paused_until of its hash, which no other operation writes.
 -- Every stored value expires when its state is a fresh key's again, so nothing needs gc.
 
 local function decide()
@@ -29,8 +35,9 @@ local function decide()
   if problem or not logs_intact() then
     return damaged()
   end
-  if state and state.algorithm ~= algorithm then
+  if state and state.algorithm and state.algorithm ~= algorithm then
     -- A fresh key belongs to no algorithm (it would expire now): forgotten, as gc would.
+    -- A pause it holds stays.
     local stored_rule = rules[state.algorithm]
     local stored_clock = math.max(now, state.clock)
     local limits_of, states_of = {}, {}
@@ -46,8 +53,14 @@ local function decide()
       return {'conflict', state.algorithm}
     end
     local by_time, by_cost = log_keys(base)
-    redis.call('DEL', base, by_time, by_cost)
-    state = nil
+    if state.paused_until > stored_clock then
+      redis.call('DEL', by_time, by_cost)
+      state = {algorithm = nil, clock = state.clock, limits = {}, log_period = 0,
+               paused_until = state.paused_until}
+    else
+      redis.call('DEL', base, by_time, by_cost)
+      state = nil
+    end
   end
   local rule = rules[algorithm]
   local log = redis_log(base)
@@ -74,6 +87,13 @@ local function decide()
     end
   end
 
+  local paused_until = state and state.paused_until or 0
+  if paused_until > clock then
+    -- Nothing is granted before the pause ends, whatever the limits would allow.
+    at = math.max(at, paused_until)
+  else
+    paused_until = 0
+  end
   local wait = at - clock
   local allowed
   if not reserve then
@@ -126,9 +146,12 @@ local function decide()
     -- Granted at once, every limit agreeing: the one with the least remaining.
     binding = least
   end
+  if paused_until > 0 then
+    remaining, reset_after = 0, math.max(reset_after, paused_until - clock)
+  end
   -- The key keeps the limits of its last call; a denied one writes only when it changed them.
   if allowed or (state and not holds_limits(state, limits)) then
-    save_all(algorithm, clock, limits, states, log_period, log)
+    save_all(algorithm, clock, limits, states, log_period, log, paused_until)
   end
   local reply = {'ok', allowed and 1 or 0, clock, wait, binding - 1, remaining, reset_after, at,
                  #limits}
@@ -138,6 +161,7 @@ local function decide()
     end
   end
   reply[#reply + 1] = refusal
+  reply[#reply + 1] = paused_until
   return reply
 end
 
@@ -151,7 +175,7 @@ local function give_back()
     return damaged()
   end
   if not state or state.algorithm ~= algorithm then
-    return {'ok'} -- reset meanwhile: there is nothing to give back to
+    return {'ok'} -- reset meanwhile (or only paused since): there is nothing to give back to
   end
   local rule = rules[algorithm]
   local log = redis_log(base)
@@ -172,7 +196,7 @@ local function give_back()
       rule.give_back(limit, states[i], log, at, cost, tonumber(ARGV[next_arg + i - 1]))
     end
   end
-  save_all(algorithm, clock, limits, states, log_period, log)
+  save_all(algorithm, clock, limits, states, log_period, log, state.paused_until)
   return {'ok'}
 end
 
@@ -186,7 +210,7 @@ local function inspect()
   end
   local cost = tonumber(ARGV[3] or '') or 1
   local clock = math.max(now, state.clock)
-  local rule = rules[state.algorithm]
+  local rule = rules[state.algorithm or 'token-bucket'] -- none is used without limits
   local log = redis_log(base)
   local limits, states = {}, {}
   for i, stored in ipairs(state.limits) do
@@ -200,13 +224,14 @@ local function inspect()
       at, binding = slot_at, i
     end
   end
+  at = math.max(at, state.paused_until)
   local wait = at - clock
   local _, _, per_limit, least = summarise(state.algorithm, limits, states, log, clock)
-  if wait == 0 then
+  if wait == 0 and #limits > 0 then
     binding = least
   end
-  local reply = {'ok', state.algorithm, state.clock, clock, wait == 0 and 1 or 0, wait,
-                 binding - 1, #limits}
+  local reply = {'ok', state.algorithm or '', state.clock, clock, wait == 0 and 1 or 0, wait,
+                 #limits > 0 and binding - 1 or 0, #limits}
   for i, limit in ipairs(limits) do
     local s = states[i]
     for _, value in ipairs({limit.count, limit.period, limit.burst, s[1], s[2], s[3],
@@ -215,7 +240,43 @@ local function inspect()
     end
   end
   reply[#reply + 1] = state.log_period
+  reply[#reply + 1] = state.paused_until
   return reply
+end
+
+local function pause()
+  local duration = tonumber(ARGV[3])
+  local state, problem = load()
+  if problem then
+    return damaged()
+  end
+  local clock = math.max(now, state and state.clock or 0)
+  local paused_until = math.max(state and state.paused_until or 0,
+                                math.min(clock + duration, k_max_time))
+  if not state and paused_until <= clock then
+    return {'ok', clock, paused_until} -- nothing to hold: no key is made for it
+  end
+  redis.call('HSET', base, 'clock', int(clock), 'paused_until', int(paused_until))
+  if explicit_now then
+    return {'ok', clock, paused_until}
+  end
+  -- Nothing of the key may expire before the pause ends (a new key's hash has no expiry
+  -- yet); what expires later keeps its expiry.
+  local ttl = ceil_div(paused_until - server_time(), 1000) + 1
+  for i, key in ipairs(KEYS) do
+    local left = redis.call('PTTL', key)
+    if (left >= 0 and left < ttl) or (i == 1 and not state) then
+      redis.call('PEXPIRE', key, ttl)
+    end
+  end
+  return {'ok', clock, paused_until}
+end
+
+local function pause_of()
+  local flat = redis.call('HMGET', base, 'clock', 'paused_until')
+  local clock = math.max(now, tonumber(flat[1] or '0') or 0)
+  local paused_until = tonumber(flat[2] or '0') or 0
+  return {'ok', clock, paused_until > clock and paused_until or 0}
 end
 
 -- Whatever the key holds, a damaged value included, and the logs of earlier versions.
@@ -244,5 +305,9 @@ elseif op == 'inspect' then
   return inspect()
 elseif op == 'reset' then
   return reset()
+elseif op == 'pause' then
+  return pause()
+elseif op == 'pause_of' then
+  return pause_of()
 end
 return redis.error_reply('unknown operation ' .. tostring(op))
