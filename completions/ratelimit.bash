@@ -12,7 +12,7 @@ _ratelimit_options() {
   '') options+=" --version" ;;
   try) options+=" $limit" ;;
   wait) options+=" $limit -t --timeout" ;;
-  run) options+=" $limit -t --timeout --no-wait" ;;
+  run) options+=" $limit -t --timeout --no-wait --backoff-on --backoff --backoff-max --retries" ;;
   pipe) options+=" $limit -t --timeout -0 --null" ;;
   reset) options+=" --all" ;;
   gc) options+=" -v --verbose" ;;
@@ -30,7 +30,8 @@ _ratelimit_takes_value() {
   case $1 in
   --config | --db | --store | --redis-prefix | --store-timeout | --lock-timeout | --on-store-error | \
     -E | --limited-exit-code | -r | --rate | -a | --algorithm | -b | --burst | -c | --cost | \
-    -t | --timeout | --mode | --trace | --profile | --duration | --load | --seed | --format)
+    -t | --timeout | --mode | --trace | --profile | --duration | --load | --seed | --format | \
+    --backoff-on | --backoff | --backoff-max | --retries)
     return 0
     ;;
   esac
@@ -200,7 +201,7 @@ _ratelimit() {
     return
   fi
   if [[ -z $command ]]; then
-    mapfile -t COMPREPLY < <(compgen -W "try wait run pipe status reset gc limits simulate" -- "$cur")
+    mapfile -t COMPREPLY < <(compgen -W "try wait run pause pipe status reset gc limits simulate" -- "$cur")
     return
   fi
 
@@ -215,6 +216,7 @@ _ratelimit() {
       return
     fi
     ;;
+  pause) ((positionals == 0)) && want_keys=true ;;
   status | reset) want_keys=true ;;
   esac
   if $want_keys; then

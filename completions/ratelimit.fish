@@ -18,7 +18,8 @@ function __ratelimit_words
                 return
             case --config --db --store --redis-prefix --store-timeout --lock-timeout --on-store-error \
                 -E --limited-exit-code -r --rate -a --algorithm -b --burst -c --cost \
-                -t --timeout --mode --trace --profile --duration --load --seed --format
+                -t --timeout --mode --trace --profile --duration --load --seed --format \
+                --backoff-on --backoff --backoff-max --retries
                 set skip 1
             case '-*'
             case '*'
@@ -47,15 +48,15 @@ function __ratelimit_after_separator
     test "$words[1]" = run; and contains -- -- $words
 end
 
-# True where a KEY goes: the first argument of try, wait, run and pipe, any of status and
-# reset.
+# True where a KEY goes: the first argument of try, wait, run, pipe and pause, any of status
+# and reset.
 function __ratelimit_wants_key
     string match -q -- '-*' (commandline -ct); and return 1
     set -l words (__ratelimit_words)
     set -q words[1]; or return 1
     contains -- -- $words; and return 1
     switch $words[1]
-        case try wait run pipe
+        case try wait run pipe pause
             test (count $words) = 1
         case status reset
             return 0
@@ -152,6 +153,7 @@ complete -c ratelimit -f
 complete -c ratelimit -n __ratelimit_no_command -a try -d 'Decide now: exit 0 if granted, 1 if limited'
 complete -c ratelimit -n __ratelimit_no_command -a wait -d 'Reserve the next slot and sleep until it'
 complete -c ratelimit -n __ratelimit_no_command -a run -d 'Wait for a slot, then execute a command'
+complete -c ratelimit -n __ratelimit_no_command -a pause -d 'Grant nothing on a key for a while'
 complete -c ratelimit -n __ratelimit_no_command -a pipe -d 'Copy stdin to stdout, one record per slot'
 complete -c ratelimit -n __ratelimit_no_command -a status -d 'Show the state of keys'
 complete -c ratelimit -n __ratelimit_no_command -a reset -d 'Forget keys'
@@ -185,6 +187,10 @@ complete -c ratelimit -n '__ratelimit_using wait run pipe' -s t -l timeout -x -d
 
 # The options of one command.
 complete -c ratelimit -n '__ratelimit_using run' -l no-wait -d 'Run only if a slot is free now, else exit 1'
+complete -c ratelimit -n '__ratelimit_using run' -l backoff-on -x -d 'Pause the key when the command exits with this status'
+complete -c ratelimit -n '__ratelimit_using run' -l backoff -x -d 'First backoff pause, doubled at each further one'
+complete -c ratelimit -n '__ratelimit_using run' -l backoff-max -x -d 'Longest backoff pause'
+complete -c ratelimit -n '__ratelimit_using run' -l retries -x -d 'Run the command again after the pause, up to N times'
 complete -c ratelimit -n '__ratelimit_using pipe' -s 0 -l null -d 'Records end in NUL instead of newline'
 complete -c ratelimit -n '__ratelimit_using reset' -l all -d 'Forget every key'
 complete -c ratelimit -n '__ratelimit_using gc' -s v -l verbose -d 'Say what was removed'

@@ -24,6 +24,37 @@ core::Nanos parse_timeout(const std::optional<std::string>& text) {
   return *timeout;
 }
 
+namespace {
+
+// Gives back what `grant` reserved; under --on-store-error=allow a failure leaves the slot
+// taken, which never over-admits.
+void give_back(store::Store& store, const GlobalOptions& global, const LimitedRequest& request,
+               const core::Grant& grant) {
+  try {
+    store.give_back(request.key, request.algorithm, request.limits, grant);
+  } catch (const store::StoreError& error) {
+    if (!fail_open(global, error)) {
+      throw;
+    }
+  }
+}
+
+// Whether a pause of the key runs now. Under --on-store-error=allow a store that fails to
+// tell is taken to say no.
+bool paused_meanwhile(store::Store& store, const GlobalOptions& global,
+                      const LimitedRequest& request) {
+  try {
+    return store.pause_of(request.key).paused_until != 0;
+  } catch (const store::StoreError& error) {
+    if (!fail_open(global, error)) {
+      throw;
+    }
+  }
+  return false;
+}
+
+} // namespace
+
 Acquired acquire(store::Store& store, util::InterruptSignals& signals, const GlobalOptions& global,
                  const LimitedRequest& request, Asking asking, core::Nanos max_wait) {
   core::Request ask;
@@ -40,19 +71,30 @@ Acquired acquire(store::Store& store, util::InterruptSignals& signals, const Glo
     return acquired;
   }
   std::int64_t started = util::monotonic_nanos();
-  acquired.signal =
-      sleep_with_countdown(signals, acquired.decision.wait, request.key, global.quiet);
-  acquired.waited = util::monotonic_nanos() - started;
-  if (acquired.signal != 0) {
-    try {
-      store.give_back(request.key, request.algorithm, request.limits, acquired.decision.grant);
-    } catch (const store::StoreError& error) {
-      // The slot stays taken: conservative, it never over-admits.
-      if (!fail_open(global, error)) {
-        throw;
-      }
+  for (;;) {
+    acquired.signal =
+        sleep_with_countdown(signals, acquired.decision.wait, request.key, global.quiet);
+    acquired.waited = util::monotonic_nanos() - started;
+    if (acquired.signal != 0) {
+      give_back(store, global, request, acquired.decision.grant);
+      return acquired;
     }
-    return acquired;
+    // A pause may have begun while this waiter slept: checked once on waking, never in
+    // between. Only a waiter that slept can have missed one; a decision sees every pause.
+    if (acquired.decision.wait == 0 || !paused_meanwhile(store, global, request)) {
+      break;
+    }
+    // The slot is given back and the next one after the pause reserved in its place, as
+    // the limits would place it then: the waiters the pause held do not all go at its end.
+    give_back(store, global, request, acquired.decision.grant);
+    if (max_wait != std::numeric_limits<core::Nanos>::max()) {
+      ask.max_wait = std::max<core::Nanos>(0, max_wait - acquired.waited);
+    }
+    acquired.decision = store.decide(request.key, request.algorithm, request.limits, ask);
+    if (!acquired.decision.allowed) {
+      report(global, request, acquired.decision, acquired.waited, max_wait);
+      return acquired;
+    }
   }
   report(global, request, acquired.decision,
          asking == Asking::now ? std::nullopt : std::optional<core::Nanos>(acquired.waited));

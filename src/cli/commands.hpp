@@ -15,6 +15,7 @@ using CommandRun = std::function<int()>;
 CommandRun setup_try(CLI::App& app, const GlobalOptions& global);
 CommandRun setup_wait(CLI::App& app, const GlobalOptions& global);
 CommandRun setup_run(CLI::App& app, const GlobalOptions& global);
+CommandRun setup_pause(CLI::App& app, const GlobalOptions& global);
 CommandRun setup_simulate(CLI::App& app, const GlobalOptions& global);
 CommandRun setup_pipe(CLI::App& app, const GlobalOptions& global);
 CommandRun setup_status(CLI::App& app, const GlobalOptions& global);
@@ -29,9 +30,10 @@ struct Command {
 
 // Every command, in the order --help lists them.
 inline constexpr Command k_commands[] = {
-    {"try", setup_try},           {"wait", setup_wait}, {"run", setup_run},
-    {"simulate", setup_simulate}, {"pipe", setup_pipe}, {"status", setup_status},
-    {"reset", setup_reset},       {"gc", setup_gc},     {"limits", setup_limits},
+    {"try", setup_try},       {"wait", setup_wait},         {"run", setup_run},
+    {"pause", setup_pause},   {"simulate", setup_simulate}, {"pipe", setup_pipe},
+    {"status", setup_status}, {"reset", setup_reset},       {"gc", setup_gc},
+    {"limits", setup_limits},
 };
 
 } // namespace ratelimit::cli

@@ -54,8 +54,12 @@ void add_global_options(CLI::App& app, GlobalOptions& options) {
                  "Where keys live: redis://[[user]:password@]host[:port][/db] or sqlite:PATH "
                  "(default $RATELIMIT_STORE, else the SQLite database)")
       ->option_text("URL");
+  if (const char* prefix = std::getenv("RATELIMIT_REDIS_PREFIX"); prefix && *prefix) {
+    options.redis_prefix = prefix;
+  }
   app.add_option("--redis-prefix", options.redis_prefix,
-                 "Prefix of the Redis key names (default ratelimit:)")
+                 "Prefix of the Redis key names (default $RATELIMIT_REDIS_PREFIX, else "
+                 "ratelimit:)")
       ->option_text("PREFIX");
   app.add_option("--store-timeout", options.store_timeout,
                  "Longest wait to connect to Redis and for each reply before failing with "
@@ -133,6 +137,20 @@ const Config& configuration(const GlobalOptions& options) {
     options.loaded_config = load_config(options.config);
   }
   return *options.loaded_config;
+}
+
+void export_store_environment(const GlobalOptions& options) {
+  if (!options.store.empty()) {
+    ::setenv("RATELIMIT_STORE", options.store.c_str(), 1);
+    ::unsetenv("RATELIMIT_DB");
+  } else if (!options.db.empty()) {
+    ::setenv("RATELIMIT_DB", options.db.c_str(), 1);
+    ::unsetenv("RATELIMIT_STORE");
+  }
+  if (!options.config.empty()) {
+    ::setenv("RATELIMIT_CONFIG", options.config.c_str(), 1);
+  }
+  ::setenv("RATELIMIT_REDIS_PREFIX", options.redis_prefix.c_str(), 1);
 }
 
 std::string database_path(const GlobalOptions& options) {

@@ -37,6 +37,12 @@ const Config& configuration(const GlobalOptions& options);
 
 void add_global_options(CLI::App& app, GlobalOptions& options);
 
+// Sets in this process's environment what a nested ratelimit needs to reach the store
+// `options` name, whatever its own command line says: RATELIMIT_STORE or RATELIMIT_DB for
+// --store or --db (the other one unset), RATELIMIT_CONFIG for --config, and
+// RATELIMIT_REDIS_PREFIX. `run` calls it before it starts its command.
+void export_store_environment(const GlobalOptions& options);
+
 // The database path: --db, else $RATELIMIT_DB, else $XDG_STATE_HOME/ratelimit/ratelimit.db
 // (~/.local/state/ratelimit/ratelimit.db).
 std::string database_path(const GlobalOptions& options);

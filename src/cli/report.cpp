@@ -5,7 +5,9 @@
 #include "util/key_text.hpp"
 #include "util/standard_streams.hpp"
 
+#include <array>
 #include <cstdio>
+#include <ctime>
 #include <fmt/format.h>
 
 namespace ratelimit::cli {
@@ -27,6 +29,23 @@ bool check_stdout() {
         fmt::format("ratelimit: cannot write standard output: {}\n", util::describe_errno(error)));
   }
   return error == 0;
+}
+
+std::string utc_time(core::Nanos time) {
+  std::time_t seconds = static_cast<std::time_t>(core::floor_div(time, core::k_nanos_per_second));
+  std::int64_t millis = (time - seconds * core::k_nanos_per_second) / core::k_nanos_per_milli;
+  std::tm parts{};
+  gmtime_r(&seconds, &parts);
+  std::array<char, 32> text{};
+  std::strftime(text.data(), text.size(), "%Y-%m-%dT%H:%M:%S", &parts);
+  return fmt::format("{}.{:03}Z", text.data(), millis);
+}
+
+void add_pause_fields(util::JsonObject& object, const core::Decision& decision) {
+  if (decision.paused_until > decision.now) {
+    object.field("paused_until", utc_time(decision.paused_until))
+        .field("paused_until_ms", core::ceil_millis(decision.paused_until));
+  }
 }
 
 std::string json_millis(core::Nanos duration) {
@@ -70,6 +89,17 @@ std::string refusal_message(const LimitedRequest& request, const core::Decision&
       fmt::format("{} limited {}", util::printable_key(request.key),
                   describe_limit(request.algorithm, request.limits[decision.binding]));
   std::string wait = core::format_duration(decision.wait);
+  if (decision.paused_until > decision.now &&
+      decision.paused_until - decision.now >= decision.wait) {
+    // The pause, not the limit, sets the time: say so, and until when.
+    std::string paused = fmt::format("{} paused until {}", util::printable_key(request.key),
+                                     utc_time(decision.paused_until));
+    if (decision.refusal == core::Refusal::timeout) {
+      return fmt::format("{}; next slot in {}, beyond --timeout {}", paused, wait,
+                         core::format_duration(max_wait));
+    }
+    return fmt::format("{}; next slot in {}", paused, wait);
+  }
   switch (decision.refusal) {
   case core::Refusal::full:
     return fmt::format("{}: its queue is full (-b sets its depth); room in {}", limited, wait);
@@ -112,6 +142,7 @@ void report(const GlobalOptions& global, const LimitedRequest& request,
       .field("remaining", decision.remaining)
       .field("retry_after_ms", retry_after)
       .field("reset_after_ms", core::ceil_millis(decision.reset_after));
+  add_pause_fields(object, decision);
   if (waited) {
     // Measured, so rounded to the nearest millisecond: a wait granted at once is 0.
     object.field("waited_ms", (*waited + core::k_nanos_per_milli / 2) / core::k_nanos_per_milli);

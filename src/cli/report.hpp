@@ -9,6 +9,10 @@
 #include <span>
 #include <string>
 
+namespace ratelimit::util {
+class JsonObject;
+}
+
 namespace ratelimit::cli {
 
 // `(token-bucket 10/s, burst 10)`, `(fixed-window 100/min)`.
@@ -33,6 +37,15 @@ std::string limits_json(core::Algorithm algorithm, std::span<const core::Limit> 
 // Flushes standard output. When a write to it has failed, says so on stderr (once in the
 // process) and returns false.
 bool check_stdout();
+
+// `2025-06-01T12:00:00.123Z`: `time` in nanoseconds since the epoch, in UTC, to the
+// millisecond (rounded down).
+std::string utc_time(core::Nanos time);
+
+// Adds the pause of a decision or standing to a JSON object, when one runs:
+// `paused_until` (UTC, as utc_time) and `paused_until_ms` (milliseconds since the epoch,
+// rounded up: a caller that waits until then is never early).
+void add_pause_fields(util::JsonObject& object, const core::Decision& decision);
 
 // Milliseconds as a JSON number: whole when exact, else with up to six decimals.
 std::string json_millis(core::Nanos duration);

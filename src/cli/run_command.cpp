@@ -1,19 +1,24 @@
 #include "cli/acquire.hpp"
 #include "cli/commands.hpp"
 #include "cli/exit_status.hpp"
+#include "cli/pause.hpp"
 #include "cli/report.hpp"
 #include "cli/usage_error.hpp"
+#include "core/backoff.hpp"
+#include "util/child_process.hpp"
+#include "util/json.hpp"
+#include "util/key_text.hpp"
 #include "util/standard_streams.hpp"
-#include "util/key_text.hpp"
 
-#include "util/key_text.hpp"
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
-
 #include <fmt/format.h>
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
 #include <unistd.h>
 
@@ -26,7 +31,33 @@ struct RunOptions {
   std::optional<std::string> timeout;
   bool no_wait = false;
   std::vector<std::string> command;
+  // Backing off: the exit statuses that pause the key, and how long.
+  std::vector<int> backoff_on;
+  std::optional<std::string> backoff;     // default 1s
+  std::optional<std::string> backoff_max; // default 5min
+  std::optional<int> retries;             // default 0
 };
+
+// The message for a command that cannot be started; escaped as keys are: a command name
+// must not forge a line or reach the terminal raw.
+int cannot_run(const std::string& name, int error) {
+  util::write_stderr(fmt::format("ratelimit: cannot run {}: {}\n", util::printable_key(name),
+                                 error == ENOENT ? "command not found" : std::strerror(error)));
+  return error == ENOENT ? k_exit_not_found : k_exit_cannot_execute;
+}
+
+// Parses a --backoff or --backoff-max duration, above 0; throws UsageError.
+core::Nanos parse_backoff(std::string_view option, const std::optional<std::string>& text,
+                          std::string_view fallback) {
+  auto duration = core::parse_duration(text.value_or(std::string(fallback)));
+  if (!duration) {
+    throw UsageError(fmt::format("{}: {}", option, duration.error()));
+  }
+  if (*duration <= 0) {
+    throw UsageError(fmt::format("{}: expected a duration above 0, e.g. 1s, 500ms", option));
+  }
+  return *duration;
+}
 
 // Replaces this process with `command`; returns only on failure, with the exit status.
 int execute(const std::vector<std::string>& command) {
@@ -41,11 +72,78 @@ int execute(const std::vector<std::string>& command) {
     throw OutputError();
   }
   ::execvp(argv[0], argv.data());
-  int error = errno;
-  // Escaped as keys are: a command name must not forge a line or reach the terminal raw.
-  util::write_stderr(fmt::format("ratelimit: cannot run {}: {}\n", util::printable_key(command[0]),
-                                 error == ENOENT ? "command not found" : std::strerror(error)));
-  return error == ENOENT ? k_exit_not_found : k_exit_cannot_execute;
+  return cannot_run(command[0], errno);
+}
+
+// run --backoff-on: the command runs as a child, as many times as --retries allows; each
+// exit with a status of --backoff-on pauses the key, for longer each time.
+int run_backing_off(const RunOptions& options, const GlobalOptions& global,
+                    const LimitedRequest& request, core::Nanos max_wait) {
+  core::Nanos base = parse_backoff("--backoff", options.backoff, "1s");
+  core::Nanos cap = parse_backoff("--backoff-max", options.backoff_max, "5min");
+  if (cap < base) {
+    throw UsageError(fmt::format("--backoff-max {} is shorter than --backoff {}; expected "
+                                 "--backoff-max at least --backoff",
+                                 options.backoff_max.value_or("5min"),
+                                 options.backoff.value_or("1s")));
+  }
+  int retries = options.retries.value_or(0);
+  std::random_device entropy;
+  std::uniform_real_distribution<double> jitter(0.0, 1.0);
+  util::InterruptSignals signals;
+  Asking asking = options.no_wait ? Asking::now_to_run : Asking::for_the_next;
+  for (int attempt = 0;; ++attempt) {
+    Acquired acquired = acquire_from_store(global, signals, request, asking, max_wait);
+    if (acquired.signal != 0) {
+      return 128 + acquired.signal;
+    }
+    if (!acquired.decision.allowed) {
+      return global.limited_exit_code;
+    }
+    // The command inherits standard output: what is buffered goes first.
+    if (!check_stdout()) {
+      throw OutputError();
+    }
+    signals.restore();
+    util::ChildExit child = util::run_child(options.command);
+    signals.block();
+    if (child.spawn_error != 0) {
+      return cannot_run(options.command[0], child.spawn_error);
+    }
+    bool backs_off = child.exited && std::find(options.backoff_on.begin(), options.backoff_on.end(),
+                                               child.status) != options.backoff_on.end();
+    if (!backs_off) {
+      return child.status;
+    }
+    core::Nanos delay = core::backoff_delay(base, cap, attempt, jitter(entropy));
+    bool retrying = attempt < retries;
+    try {
+      pause_key(global, request.key, delay, [&](util::JsonObject& object) {
+        object.field("exit_status", std::int64_t{child.status})
+            .field("backoff_ms", core::ceil_millis(delay))
+            .field("retry", retrying);
+      });
+    } catch (const store::StoreError& error) {
+      // Under --on-store-error=allow the retry goes on without the pause.
+      if (!fail_open(global, error)) {
+        throw;
+      }
+    }
+    if (!global.quiet) {
+      util::write_stderr(fmt::format(
+          "ratelimit: {} exited with {}: {} paused for {}{}\n",
+          util::printable_key(options.command[0]), child.status, util::printable_key(request.key),
+          core::format_duration(delay),
+          retrying ? fmt::format("; retry {} of {} after the pause", attempt + 1, retries)
+                   : std::string()));
+    }
+    if (!retrying) {
+      return child.status;
+    }
+    // A retry waits for its slot after the pause, even under --no-wait: the pause is why
+    // it was made.
+    asking = Asking::for_the_next;
+  }
 }
 
 int run_run(RunOptions options, const GlobalOptions& global) {
@@ -59,6 +157,24 @@ int run_run(RunOptions options, const GlobalOptions& global) {
         "no command to run; expected ratelimit run KEY [-r N/PERIOD] [--] COMMAND [ARG...]");
   }
   core::Nanos max_wait = parse_timeout(options.timeout);
+  if (options.backoff_on.empty()) {
+    for (const auto& [given, name] :
+         {std::pair{options.retries.has_value(), "--retries"},
+          std::pair{options.backoff.has_value(), "--backoff"},
+          std::pair{options.backoff_max.has_value(), "--backoff-max"}}) {
+      if (given) {
+        throw UsageError(fmt::format("{} applies only with --backoff-on CODE; expected ratelimit "
+                                     "run KEY --backoff-on CODE {} ... -- COMMAND",
+                                     name, name));
+      }
+    }
+  }
+  // What a command needs to call `ratelimit pause "$RATELIMIT_KEY"` on the same store.
+  export_store_environment(global);
+  ::setenv("RATELIMIT_KEY", request.key.c_str(), 1);
+  if (!options.backoff_on.empty()) {
+    return run_backing_off(options, global, request, max_wait);
+  }
   util::InterruptSignals signals;
   // The store is closed again before the command runs.
   Acquired acquired =
@@ -81,8 +197,10 @@ CommandRun setup_run(CLI::App& app, const GlobalOptions& global) {
   CLI::App* command = app.add_subcommand("run", "Wait for a slot, then execute COMMAND (no shell)");
   command->footer(
       "Options end at the first word after KEY that is not one: COMMAND, with or without --.\n"
-      "Exit status: COMMAND's; 1 (-E) when limited; 125 for ratelimit's own failures (usage, "
-      "store, output); 126 if COMMAND cannot be executed, 127 if it is not found.\n"
+      "Exit status: COMMAND's (its last run's); 1 (-E) when limited; 125 for ratelimit's own "
+      "failures (usage, store, output); 126 if COMMAND cannot be executed, 127 if it is not "
+      "found.\n"
+      "COMMAND finds KEY in $RATELIMIT_KEY, to call ratelimit pause \"$RATELIMIT_KEY\" 30s.\n"
       "Example: ratelimit run api -r 5/s -- curl -sO https://api.example.com/");
   add_limit_options(*command, options->limit);
   command
@@ -91,6 +209,27 @@ CommandRun setup_run(CLI::App& app, const GlobalOptions& global) {
       ->option_text("DURATION");
   command->add_flag("--no-wait", options->no_wait,
                     "Do not wait: run COMMAND only if a slot is free now, else exit 1");
+  command
+      ->add_option("--backoff-on", options->backoff_on,
+                   "When COMMAND exits with CODE, pause KEY for the backoff (repeatable); "
+                   "COMMAND then runs as a child")
+      ->option_text("CODE")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->check(CLI::Range(1, 255));
+  command
+      ->add_option("--backoff", options->backoff,
+                   "The first backoff pause (default 1s), doubled at each further such exit")
+      ->option_text("DURATION");
+  command
+      ->add_option("--backoff-max", options->backoff_max,
+                   "The longest backoff pause (default 5min)")
+      ->option_text("DURATION");
+  command
+      ->add_option("--retries", options->retries,
+                   "With --backoff-on: run COMMAND again after the pause, up to N times")
+      ->option_text("N")
+      ->check(CLI::Range(0, 1000000));
   command
       ->add_option("command", options->command,
                    "The command and its arguments: from the first word after KEY that is not "

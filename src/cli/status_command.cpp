@@ -10,7 +10,6 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <array>
 #include <ctime>
 #include <fmt/format.h>
 #include <memory>
@@ -26,19 +25,11 @@ struct StatusOptions {
   std::vector<std::string> keys;
 };
 
-// `2025-06-01T12:00:00.123Z`.
-std::string utc_time(core::Nanos time) {
-  std::time_t seconds = static_cast<std::time_t>(core::floor_div(time, core::k_nanos_per_second));
-  std::int64_t millis = (time - seconds * core::k_nanos_per_second) / core::k_nanos_per_milli;
-  std::tm parts{};
-  gmtime_r(&seconds, &parts);
-  std::array<char, 32> text{};
-  std::strftime(text.data(), text.size(), "%Y-%m-%dT%H:%M:%S", &parts);
-  return fmt::format("{}.{:03}Z", text.data(), millis);
-}
-
 // `10/s burst 20, 100/min burst 100`; the window algorithms have no burst.
 std::string describe_limits(const core::KeyState& state) {
+  if (state.limits.empty()) {
+    return "-"; // only a pause: no call has named a limit yet
+  }
   std::string text;
   for (const core::LimitState& limit : state.limits) {
     if (!text.empty()) {
@@ -56,7 +47,12 @@ std::string json_status(const store::KeyStatus& status) {
   const core::Decision& standing = status.standing;
   const core::KeyState& state = status.state;
   util::JsonObject object;
-  object.field("key", status.key).field("algorithm", core::algorithm_name(state.algorithm));
+  object.field("key", status.key);
+  if (state.limits.empty()) {
+    object.raw_field("algorithm", "null"); // only a pause: no call has chosen one yet
+  } else {
+    object.field("algorithm", core::algorithm_name(state.algorithm));
+  }
   if (!state.limits.empty()) {
     const core::Limit& binding = state.limits[standing.binding].limit;
     object.field("limit", binding.rate.count)
@@ -70,6 +66,7 @@ std::string json_status(const store::KeyStatus& status) {
       .field("reset_after_ms", core::ceil_millis(standing.reset_after))
       .field("last_use", utc_time(state.clock))
       .field("idle_ms", (standing.now - state.clock) / core::k_nanos_per_milli);
+  add_pause_fields(object, standing);
   std::vector<core::Limit> limits;
   for (const core::LimitState& limit_state : state.limits) {
     limits.push_back(limit_state.limit);
@@ -79,8 +76,8 @@ std::string json_status(const store::KeyStatus& status) {
 }
 
 // Columns as wide as their widest cell, in terminal columns.
-void print_table(const std::vector<std::array<std::string, 7>>& rows) {
-  std::array<std::size_t, 7> widths{};
+void print_table(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> widths(rows.front().size());
   for (const auto& row : rows) {
     for (std::size_t column = 0; column < row.size(); ++column) {
       widths[column] = std::max(widths[column], util::display_width(row[column]));
@@ -157,16 +154,28 @@ int run_status(const StatusOptions& options, const GlobalOptions& global) {
   if (shown.empty()) {
     return exit_status;
   }
-  std::vector<std::array<std::string, 7>> rows{
+  // The column of pauses only when a key shown is paused.
+  bool paused = std::any_of(shown.begin(), shown.end(), [](const store::KeyStatus* status) {
+    return status->standing.paused_until > status->standing.now;
+  });
+  std::vector<std::vector<std::string>> rows{
       {"KEY", "ALGORITHM", "LIMITS", "REMAINING", "RETRY AFTER", "RESET AFTER", "LAST USE"}};
+  if (paused) {
+    rows.front().push_back("PAUSED UNTIL");
+  }
   for (const store::KeyStatus* status : shown) {
     const core::Decision& standing = status->standing;
-    rows.push_back({util::printable_key(status->key),
-                    std::string(core::algorithm_name(status->state.algorithm)),
-                    describe_limits(status->state), std::to_string(standing.remaining),
-                    core::format_duration(standing.wait),
-                    core::format_duration(standing.reset_after),
-                    core::format_duration(standing.now - status->state.clock) + " ago"});
+    bool has_limits = !status->state.limits.empty();
+    rows.push_back(
+        {util::printable_key(status->key),
+         has_limits ? std::string(core::algorithm_name(status->state.algorithm)) : "-",
+         describe_limits(status->state), has_limits ? std::to_string(standing.remaining) : "-",
+         core::format_duration(standing.wait), core::format_duration(standing.reset_after),
+         core::format_duration(standing.now - status->state.clock) + " ago"});
+    if (paused) {
+      rows.back().push_back(standing.paused_until > standing.now ? utc_time(standing.paused_until)
+                                                                 : std::string("-"));
+    }
   }
   print_table(rows);
   return exit_status;

@@ -1,0 +1,45 @@
+#include "cli/commands.hpp"
+#include "cli/exit_status.hpp"
+#include "cli/limit_options.hpp"
+#include "cli/pause.hpp"
+#include "cli/usage_error.hpp"
+
+#include <CLI/CLI.hpp>
+#include <memory>
+
+namespace ratelimit::cli {
+
+namespace {
+
+struct PauseOptions {
+  std::string key;
+  std::string duration;
+};
+
+int run_pause(const PauseOptions& options, const GlobalOptions& global) {
+  check_key(options.key);
+  auto duration = core::parse_duration(options.duration);
+  if (!duration) {
+    throw UsageError(duration.error());
+  }
+  pause_key(global, options.key, *duration);
+  return k_exit_granted;
+}
+
+} // namespace
+
+CommandRun setup_pause(CLI::App& app, const GlobalOptions& global) {
+  auto options = std::make_shared<PauseOptions>();
+  CLI::App* command = app.add_subcommand(
+      "pause", "Grant nothing on KEY to anyone for DURATION (e.g. after HTTP 429 Retry-After)");
+  command->footer("A longer pause already running is kept; reset ends it. A bare number is "
+                  "seconds, as Retry-After gives them.\n"
+                  "Example: ratelimit pause api 30s");
+  command->add_option("key", options->key, "The key to pause")->required();
+  command->add_option("duration", options->duration, "How long: 30s, 1.5min, 30 (seconds)")
+      ->required()
+      ->option_text("DURATION");
+  return [options, &global] { return run_pause(*options, global); };
+}
+
+} // namespace ratelimit::cli
