@@ -215,6 +215,7 @@ CommandRun setup_run(CLI::App& app, const GlobalOptions& global) {
                    "COMMAND then runs as a child")
       ->option_text("CODE")
       ->expected(1)
+      ->allow_extra_args(false) // one CODE per option; `--` after it ends the options
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->check(CLI::Range(1, 255));
   command
