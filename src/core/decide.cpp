@@ -121,6 +121,9 @@ Decision decide(KeyState& state, std::span<const Limit> limits, GrantLog& log,
   Nanos at = decision.now;
   Nanos accept_from = std::numeric_limits<Nanos>::min();
   std::size_t refusing = limits.size();
+  // A queue is full when it holds too much after the key opens: a pause holds every
+  // waiter, and its reservations wait in the queue from its end, not from now.
+  Nanos opens = std::max(decision.now, state.paused_until);
   for (std::size_t i = 0; i < limits.size(); ++i) {
     Slot slot = rules.earliest(limits[i], states[i], log, decision.now, request.cost);
     decision.limits[i].retry_after = slot.at - decision.now;
@@ -130,7 +133,7 @@ Decision decide(KeyState& state, std::span<const Limit> limits, GrantLog& log,
     }
     if (slot.accept_from > accept_from) {
       accept_from = slot.accept_from;
-      if (accept_from > decision.now) {
+      if (accept_from > opens) {
         refusing = i;
       }
     }

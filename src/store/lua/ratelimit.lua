@@ -73,6 +73,8 @@ local function decide()
 
   local at, accept_from, refusing, binding = clock, -math.huge, nil, 1
   local retry = {}
+  -- A queue holds the reservations after the key opens: a pause's end, or now.
+  local opens = math.max(clock, state and state.paused_until or 0)
   for i, limit in ipairs(limits) do
     local slot_at, slot_accept_from = rule.earliest(limit, states[i], log, clock, cost)
     retry[i] = slot_at - clock
@@ -81,7 +83,7 @@ local function decide()
     end
     if slot_accept_from and slot_accept_from > accept_from then
       accept_from = slot_accept_from
-      if accept_from > clock then
+      if accept_from > opens then
         refusing = i
       end
     end
