@@ -26,12 +26,12 @@ core::Nanos parse_timeout(const std::optional<std::string>& text) {
 
 namespace {
 
-// Gives back what `grant` reserved; under --on-store-error=allow a failure leaves the slot
-// taken, which never over-admits.
+// Gives back what `decision` reserved; under --on-store-error=allow a failure leaves the
+// slot taken, which never over-admits.
 void give_back(store::Store& store, const GlobalOptions& global, const LimitedRequest& request,
-               const core::Grant& grant) {
+               const core::Decision& decision) {
   try {
-    store.give_back(request.key, request.algorithm, request.limits, grant);
+    store.give_back(request.key, decision.algorithm, request.limits, decision.grant);
   } catch (const store::StoreError& error) {
     if (!fail_open(global, error)) {
       throw;
@@ -65,7 +65,8 @@ Acquired acquire(store::Store& store, util::InterruptSignals& signals, const Glo
   std::optional<core::Nanos> no_wait =
       asking == Asking::now ? std::nullopt : std::optional<core::Nanos>(0);
   Acquired acquired;
-  acquired.decision = store.decide(request.key, request.algorithm, request.limits, ask);
+  acquired.decision =
+      store.decide(request.key, request.algorithm, request.algorithm_chosen, request.limits, ask);
   if (!acquired.decision.allowed) {
     report(global, request, acquired.decision, no_wait, max_wait);
     return acquired;
@@ -76,7 +77,7 @@ Acquired acquire(store::Store& store, util::InterruptSignals& signals, const Glo
         sleep_with_countdown(signals, acquired.decision.wait, request.key, global.quiet);
     acquired.waited = util::monotonic_nanos() - started;
     if (acquired.signal != 0) {
-      give_back(store, global, request, acquired.decision.grant);
+      give_back(store, global, request, acquired.decision);
       return acquired;
     }
     // A pause may have begun while this waiter slept: checked once on waking, never in
@@ -86,11 +87,12 @@ Acquired acquire(store::Store& store, util::InterruptSignals& signals, const Glo
     }
     // The slot is given back and the next one after the pause reserved in its place, as
     // the limits would place it then: the waiters the pause held do not all go at its end.
-    give_back(store, global, request, acquired.decision.grant);
+    give_back(store, global, request, acquired.decision);
     if (max_wait != std::numeric_limits<core::Nanos>::max()) {
       ask.max_wait = std::max<core::Nanos>(0, max_wait - acquired.waited);
     }
-    acquired.decision = store.decide(request.key, request.algorithm, request.limits, ask);
+    acquired.decision =
+        store.decide(request.key, request.algorithm, request.algorithm_chosen, request.limits, ask);
     if (!acquired.decision.allowed) {
       report(global, request, acquired.decision, acquired.waited, max_wait);
       return acquired;

@@ -216,7 +216,7 @@ void SqliteStore::collect_some_garbage(core::Nanos now) {
   }
 }
 
-core::Decision SqliteStore::decide(std::string_view key, core::Algorithm algorithm,
+core::Decision SqliteStore::decide(std::string_view key, core::Algorithm algorithm, bool chosen,
                                    std::span<const core::Limit> limits, core::Request request) {
   return transaction([&] {
     std::optional<Row> existing = find(key);
@@ -225,14 +225,17 @@ core::Decision SqliteStore::decide(std::string_view key, core::Algorithm algorit
     request.now = now();
     if (existing && existing->state.algorithm != algorithm && !existing->state.limits.empty()) {
       // A fresh key belongs to no algorithm: forgetting it changes no decision, and Redis
-      // lets it expire. A pause it holds stays.
+      // lets it expire; a pause it holds stays. A key in use keeps its own, unless the call
+      // chose another.
       SqliteGrantLog old_log(m_database.handle(), existing->id);
       core::KeyState unpaused = existing->state;
       unpaused.paused_until = 0;
       if (!core::is_fresh(unpaused, old_log, request.now)) {
-        throw KeyConflict(key_conflict_message(key, existing->state.algorithm, algorithm));
-      }
-      if (existing->state.paused_until > request.now) {
+        if (chosen) {
+          throw KeyConflict(key_conflict_message(key, existing->state.algorithm, algorithm));
+        }
+        algorithm = existing->state.algorithm;
+      } else if (existing->state.paused_until > request.now) {
         prepared(m_erase_log, "DELETE FROM grant_log WHERE key_id = ?1")
             .bind(1, existing->id)
             .run();
