@@ -162,7 +162,7 @@ test_a_pause_on_a_new_key_holds_and_any_algorithm_adopts_it() {
 
 test_a_paused_key_is_not_collected_as_fresh() {
   rl pause k 3s
-  rl try fresh -r 1000/s
+  rl try fresh -r 1000/s -a token-bucket
   sleep 0.1
   if [ "$STORE" = redis ]; then
     local ttl
