@@ -6,6 +6,8 @@ Usage: doc_examples.py RATELIMIT README MANPAGE WORKDIR
 Each example line's `ratelimit ...` invocation (up to the shell operator that ends it) runs
 as written, with its own database in WORKDIR, except that:
 - the command that `run` executes after `--` becomes `true` (no network, no side effects);
+- the shell variables of a wrapper's `pause "$RATELIMIT_KEY" "$retry_after"` become a key
+  and a duration of 1 s;
 - a `--db` path becomes one in WORKDIR;
 - files the example reads (a trace, a list of URLs) are small ones made in WORKDIR;
 - named limits come from the README's limits.toml example, without its [store] section.
@@ -20,7 +22,7 @@ import shlex
 import subprocess
 import sys
 
-COMMANDS = {"try", "wait", "run", "pipe", "simulate", "status", "reset", "gc", "limits"}
+COMMANDS = {"try", "wait", "run", "pause", "pipe", "simulate", "status", "reset", "gc", "limits"}
 # Global options that take a value, as separate words.
 GLOBAL_WITH_VALUE = {"--db", "--store", "--config", "--redis-prefix", "--store-timeout",
                      "-E", "--limited-exit-code", "--lock-timeout", "--on-store-error"}
@@ -93,6 +95,12 @@ def sanitised(words, workdir, number):
         if word == "--db":
             words[i + 1] = os.path.join(workdir, f"given-{number}.db")
     command = words[command_index(words)]
+    if command == "pause":
+        # A wrapper's `pause "$RATELIMIT_KEY" "$retry_after"`: a key and a duration of its own.
+        at = command_index(words)
+        for i, value in zip(range(at + 1, len(words)), ("k", "1")):
+            if "$" in words[i]:
+                words[i] = value
     if command == "run" and "--" in words:
         words = words[: words.index("--") + 1] + ["true"]
     for i, word in enumerate(words[:-1]):
