@@ -73,7 +73,7 @@ RedisScript::RedisScript(RedisConnection& connection, std::string prefix)
 
 std::vector<std::string> RedisScript::keys_of(std::string_view key, core::Algorithm algorithm,
                                               std::span<const core::Limit>) const {
-  return redis_keys_of(m_prefix, key, algorithm == core::Algorithm::sliding_log);
+  return redis_keys_of(m_prefix, key, core::info(algorithm).keeps_log);
 }
 
 core::Decision RedisScript::decide(std::string_view key, core::Algorithm algorithm, bool chosen,
@@ -218,7 +218,7 @@ std::optional<KeyStatus> RedisScript::inspect(std::string_view key,
   }
   status.state.log_period = read.integer();
   status.state.paused_until = read.integer();
-  if (status.state.algorithm == core::Algorithm::sliding_log && count > 0) {
+  if (core::info(status.state.algorithm).keeps_log && count > 0) {
     // Not fresh while the log holds grants that its longest period would count (as
     // core::inspect).
     standing.reset_after =

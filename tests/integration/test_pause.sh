@@ -4,7 +4,7 @@
 # on both stores.
 . "$(dirname "$0")/lib.sh"
 
-ALGORITHMS="token-bucket leaky-bucket fixed-window sliding-window sliding-log"
+ALGORITHMS=$(binary_algorithms)
 
 test_a_pause_holds_try_on_every_algorithm_and_ends_by_itself() {
   local algorithm started retry last_end=0
