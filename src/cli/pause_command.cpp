@@ -5,6 +5,7 @@
 #include "cli/usage_error.hpp"
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 #include <memory>
 
 namespace ratelimit::cli {
@@ -14,9 +15,15 @@ namespace {
 struct PauseOptions {
   std::string key;
   std::string duration;
+  int given = 0; // how many of KEY and DURATION the command line gave
 };
 
 int run_pause(const PauseOptions& options, const GlobalOptions& global) {
+  if (options.given < 2) {
+    throw UsageError(fmt::format("a {} is required; expected ratelimit pause KEY DURATION, e.g. "
+                                 "ratelimit pause api 30s",
+                                 options.given == 0 ? "KEY" : "DURATION"));
+  }
   check_key(options.key);
   auto duration = core::parse_duration(options.duration);
   if (!duration) {
@@ -35,11 +42,15 @@ CommandRun setup_pause(CLI::App& app, const GlobalOptions& global) {
   command->footer("A longer pause already running is kept; reset ends it. A bare number is "
                   "seconds, as Retry-After gives them.\n"
                   "Example: ratelimit pause api 30s");
-  command->add_option("key", options->key, "The key to pause")->required();
-  command->add_option("duration", options->duration, "How long: 30s, 1.5min, 30 (seconds)")
-      ->required()
-      ->option_text("DURATION");
-  return [options, &global] { return run_pause(*options, global); };
+  // Checked by run_pause, whose message names both: CLI11's would name one alone.
+  CLI::Option* key = command->add_option("key", options->key, "The key to pause");
+  CLI::Option* duration =
+      command->add_option("duration", options->duration, "How long: 30s, 1.5min, 30 (seconds)")
+          ->option_text("DURATION");
+  return [options, key, duration, &global] {
+    options->given = static_cast<int>(key->count() + duration->count());
+    return run_pause(*options, global);
+  };
 }
 
 } // namespace ratelimit::cli
