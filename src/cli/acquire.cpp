@@ -98,6 +98,8 @@ Acquired acquire(store::Store& store, util::InterruptSignals& signals, const Glo
       return acquired;
     }
   }
+  // Up to now, the check for a pause included: the caller goes on from here.
+  acquired.waited = util::monotonic_nanos() - started;
   report(global, request, acquired.decision,
          asking == Asking::now ? std::nullopt : std::optional<core::Nanos>(acquired.waited));
   return acquired;
