@@ -58,6 +58,14 @@ core::Nanos fresh_at(const core::Decision& standing) {
 // A cheap coin with odds of one in `n`, seeded by the clock: consecutive nanosecond
 // readings are mixed (splitmix64) so that a coarse clock cannot make it always or never
 // land.
+// Whether `state` holds exactly `limits`, in order (its slots aside).
+bool holds_limits(const core::KeyState& state, std::span<const core::Limit> limits) {
+  return std::equal(state.limits.begin(), state.limits.end(), limits.begin(), limits.end(),
+                    [](const core::LimitState& stored, const core::Limit& limit) {
+                      return stored.limit == limit;
+                    });
+}
+
 bool one_in(core::Nanos seed, int n) {
   std::uint64_t z = static_cast<std::uint64_t>(seed) + 0x9e3779b97f4a7c15ULL;
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -223,18 +231,22 @@ core::Decision SqliteStore::decide(std::string_view key, core::Algorithm algorit
     // The clock is read under the lock, so that decisions on a key are made in the order
     // of their times.
     request.now = now();
-    if (existing && existing->state.algorithm != algorithm && !existing->state.limits.empty()) {
-      // A fresh key belongs to no algorithm: forgetting it changes no decision, and Redis
-      // lets it expire; a pause it holds stays. A key in use keeps its own, unless the call
-      // chose another.
+    if (existing && !existing->state.limits.empty() &&
+        (existing->state.algorithm != algorithm || !holds_limits(existing->state, limits))) {
+      // A fresh key belongs to no algorithm and holds nothing for other limits: forgotten
+      // now, as gc would forget it and Redis lets it expire, so that the decision does not
+      // depend on when gc last ran; a pause it holds stays. A key in use carries its state
+      // over to other limits, and keeps its own algorithm unless the call chose another.
       SqliteGrantLog old_log(m_database.handle(), existing->id);
       core::KeyState unpaused = existing->state;
       unpaused.paused_until = 0;
       if (!core::is_fresh(unpaused, old_log, request.now)) {
-        if (chosen) {
-          throw KeyConflict(key_conflict_message(key, existing->state.algorithm, algorithm));
+        if (existing->state.algorithm != algorithm) {
+          if (chosen) {
+            throw KeyConflict(key_conflict_message(key, existing->state.algorithm, algorithm));
+          }
+          algorithm = existing->state.algorithm;
         }
-        algorithm = existing->state.algorithm;
       } else if (existing->state.paused_until > request.now) {
         prepared(m_erase_log, "DELETE FROM grant_log WHERE key_id = ?1")
             .bind(1, existing->id)
