@@ -157,7 +157,7 @@ void RedisScript::give_back(std::string_view key, core::Algorithm algorithm,
 std::optional<KeyStatus> RedisScript::inspect(std::string_view key,
                                               std::optional<core::Nanos> now) {
   std::string arguments[] = {"inspect", now_argument(now)};
-  std::string keys[] = {redis_key(m_prefix, key)};
+  std::string keys[] = {redis_key(m_prefix, key), redis_counters_key(m_prefix, key)};
   RedisReply reply = m_connection.run_script(keys, arguments);
   std::string reply_status = status_of(reply);
   if (reply_status == "none") {
@@ -207,6 +207,9 @@ std::optional<KeyStatus> RedisScript::inspect(std::string_view key,
     standing.remaining = std::min(standing.remaining, report.remaining);
   }
   status.state.log_period = read.integer();
+  status.counters.granted = read.integer();
+  status.counters.limited = read.integer();
+  status.counters.waited_us = read.integer();
   if (status.state.algorithm == core::Algorithm::sliding_log) {
     // Not fresh while the log holds grants that its longest period would count (as
     // core::inspect).
@@ -219,7 +222,7 @@ std::optional<KeyStatus> RedisScript::inspect(std::string_view key,
 
 bool RedisScript::reset(std::string_view key) {
   std::string arguments[] = {"reset", ""};
-  std::string keys[] = {redis_key(m_prefix, key)};
+  std::string keys[] = {redis_key(m_prefix, key), redis_counters_key(m_prefix, key)};
   return m_connection.run_script(keys, arguments).integer() != 0;
 }
 

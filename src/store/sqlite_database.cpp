@@ -21,7 +21,7 @@ namespace {
 
 constexpr const char* k_schema = R"sql(
 PRAGMA application_id = 1380732244;
-PRAGMA user_version = 2;
+PRAGMA user_version = 3;
 PRAGMA journal_mode = WAL;
 CREATE TABLE keys (
   id INTEGER PRIMARY KEY,
@@ -149,6 +149,9 @@ void SqliteDatabase::upgrade() {
     if (version == 1) {
       upgrade_from_version_1(m_db);
     }
+    if (version <= 2) {
+      upgrade_from_version_2(m_db);
+    }
     execute("COMMIT");
   } catch (...) {
     sqlite3_exec(m_db, "ROLLBACK", nullptr, nullptr, nullptr);
@@ -199,6 +202,9 @@ void SqliteDatabase::create() {
       sqlite3_open_v2(scratch.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc == SQLITE_OK) {
     rc = sqlite3_exec(db, k_schema, nullptr, nullptr, nullptr);
+  }
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_exec(db, k_counters_schema, nullptr, nullptr, nullptr);
   }
   std::string message = rc == SQLITE_OK ? "" : sqlite_failure_reason(db, rc, m_path);
   sqlite3_close_v2(db);

@@ -1,22 +1,25 @@
 -- One call of this script is one atomic operation on one key, mirroring src/core/decide.cpp.
 --   KEYS[1]   the key's hash: algorithm, clock, limits ("count period burst s1 s2 s3" per
 --             limit of the last call, in order), log_period (sliding log: the longest
---             period a call named); KEYS[2..3] its sliding log, BASE:t and BASE:c
+--             period a call named); then its sliding log, BASE:t and BASE:c, for a sliding
+--             log; last its counters, BASE:n (granted, limited, waited_us). inspect and
+--             reset take KEYS[1] and BASE:n.
 --   ARGV[1]   decide | give_back | inspect | reset
 --   ARGV[2]   now in microseconds, for the conformance test only; empty: the server's TIME.
 --             With an explicit now nothing expires, so that a test's clock need not be real.
 --   decide    ARGV[3..] algorithm cost reserve(0|1) max_wait(-1: none) n, n x (count
 --             period burst) -> {'ok', allowed, now, wait, binding, remaining, reset_after,
 --             at, n, n x (remaining, reset_after, retry_after, marker), refusal}
---             or {'conflict', stored algorithm}
+--             or {'conflict', stored algorithm}; adds itself to the counters
 --   decide, give_back and inspect reply {'damaged'} for a key whose values this script did
 --   not write (another type, unreadable fields, values out of bounds), and {'clock'} when
 --   the clock is past the latest time the store counts
 --   give_back ARGV[3..] algorithm at cost n, n x (count period burst), n x marker -> {'ok'}
 --   inspect   ARGV[3] cost (empty: 1) -> {'none'} or {'ok', algorithm, clock, now, allowed,
 --             wait, binding, n, n x (count period burst s1 s2 s3 remaining reset_after
---             retry_after), log_period}, as core::inspect for a try of that cost
---   reset     -> 1 if the key existed, else 0
+--             retry_after), log_period, granted, limited, waited_us}, as core::inspect
+--             for a try of that cost, and the counters
+--   reset     -> 1 if the key existed (its state or its counters), else 0
 -- Every stored value expires when its state is a fresh key's again, so nothing needs gc.
 
 local function decide()
@@ -26,7 +29,7 @@ local function decide()
   local max_wait = tonumber(ARGV[6])
   local limits = read_limits(7)
   local state, problem = load()
-  if problem or not logs_intact() then
+  if problem or not logs_intact() or not counters_intact() then
     return damaged()
   end
   if state and state.algorithm ~= algorithm then
@@ -130,6 +133,7 @@ local function decide()
   if allowed or (state and not holds_limits(state, limits)) then
     save_all(algorithm, clock, limits, states, log_period, log)
   end
+  count(allowed, wait)
   local reply = {'ok', allowed and 1 or 0, clock, wait, binding - 1, remaining, reset_after, at,
                  #limits}
   for i = 1, #limits do
@@ -178,7 +182,7 @@ end
 
 local function inspect()
   local state, problem = load()
-  if problem or (state and not logs_intact()) then
+  if problem or (state and not logs_intact()) or not counters_intact() then
     return damaged()
   end
   if not state then
@@ -215,13 +219,16 @@ local function inspect()
     end
   end
   reply[#reply + 1] = state.log_period
+  for _, value in ipairs({read_counters()}) do
+    reply[#reply + 1] = value
+  end
   return reply
 end
 
 -- Whatever the key holds, a damaged value included, and the logs of earlier versions.
 local function reset()
   local state = load()
-  local keys = {base, log_keys(base)}
+  local keys = {base, counters_key, log_keys(base)}
   for _, stored in ipairs(state and state.limits or {}) do
     local by_time, by_cost = legacy_log_keys(base, stored.limit.period)
     keys[#keys + 1] = by_time
