@@ -75,12 +75,17 @@ std::string json_status(const store::KeyStatus& status) {
     limits.push_back(limit_state.limit);
   }
   object.raw_field("limits", limits_json(state.algorithm, limits, standing));
+  util::JsonObject counters;
+  counters.field("granted", status.counters.granted)
+      .field("limited", status.counters.limited)
+      .raw_field("waited_ms", json_millis(status.counters.waited_us * core::k_nanos_per_micro));
+  object.raw_field("counters", counters.str());
   return object.str();
 }
 
 // Columns as wide as their widest cell, in terminal columns.
-void print_table(const std::vector<std::array<std::string, 7>>& rows) {
-  std::array<std::size_t, 7> widths{};
+void print_table(const std::vector<std::array<std::string, 10>>& rows) {
+  std::array<std::size_t, 10> widths{};
   for (const auto& row : rows) {
     for (std::size_t column = 0; column < row.size(); ++column) {
       widths[column] = std::max(widths[column], util::display_width(row[column]));
@@ -157,16 +162,19 @@ int run_status(const StatusOptions& options, const GlobalOptions& global) {
   if (shown.empty()) {
     return exit_status;
   }
-  std::vector<std::array<std::string, 7>> rows{
-      {"KEY", "ALGORITHM", "LIMITS", "REMAINING", "RETRY AFTER", "RESET AFTER", "LAST USE"}};
+  std::vector<std::array<std::string, 10>> rows{{"KEY", "ALGORITHM", "LIMITS", "REMAINING",
+                                                 "RETRY AFTER", "RESET AFTER", "LAST USE",
+                                                 "GRANTED", "LIMITED", "WAITED"}};
   for (const store::KeyStatus* status : shown) {
     const core::Decision& standing = status->standing;
-    rows.push_back({util::printable_key(status->key),
-                    std::string(core::algorithm_name(status->state.algorithm)),
-                    describe_limits(status->state), std::to_string(standing.remaining),
-                    core::format_duration(standing.wait),
-                    core::format_duration(standing.reset_after),
-                    core::format_duration(standing.now - status->state.clock) + " ago"});
+    rows.push_back(
+        {util::printable_key(status->key),
+         std::string(core::algorithm_name(status->state.algorithm)), describe_limits(status->state),
+         std::to_string(standing.remaining), core::format_duration(standing.wait),
+         core::format_duration(standing.reset_after),
+         core::format_duration(standing.now - status->state.clock) + " ago",
+         std::to_string(status->counters.granted), std::to_string(status->counters.limited),
+         core::format_duration(status->counters.waited_us * core::k_nanos_per_micro)});
   }
   print_table(rows);
   return exit_status;
