@@ -183,26 +183,33 @@ void SqliteStore::erase(std::int64_t id) {
 
 void SqliteStore::count(std::string_view key, const core::Decision& decision, core::Nanos now) {
   core::Nanos touched = touched_at(now);
-  Statement& upsert = prepared(
-      m_count, "INSERT INTO counters (name, granted, limited, waited_us, touched_at) "
-               "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (name) DO UPDATE SET "
-               "granted = granted + excluded.granted, limited = limited + excluded.limited, "
-               "waited_us = waited_us + excluded.waited_us RETURNING touched_at");
-  upsert.bind_blob(1, key)
-      .bind(2, decision.allowed ? 1 : 0)
-      .bind(3, decision.allowed ? 0 : 1)
-      .bind(4, decision.allowed ? decision.wait / core::k_nanos_per_micro : 0)
-      .bind(5, touched);
-  core::Nanos stored = upsert.step() ? upsert.column_int(0) : touched;
-  upsert.reset();
-  // Set apart from the counts, and only when it moves, so that the index of these times is
-  // left alone by most decisions.
-  if (stored < touched) {
-    prepared(m_touch_counters, "UPDATE counters SET touched_at = ?2 WHERE name = ?1")
-        .bind_blob(1, key)
-        .bind(2, touched)
-        .run();
+  std::int64_t granted = decision.allowed ? 1 : 0;
+  std::int64_t waited_us = decision.allowed ? decision.wait / core::k_nanos_per_micro : 0;
+  // Most decisions find the key's row touched within the hour: a plain update of it, which
+  // leaves the index of those times alone and runs the code the update of the key's state
+  // has already run (each page of code a process first runs costs it a page fault).
+  prepared(m_count, "UPDATE counters SET granted = granted + ?2, limited = limited + ?3, "
+                    "waited_us = waited_us + ?4 WHERE name = ?1 AND touched_at >= ?5")
+      .bind_blob(1, key)
+      .bind(2, granted)
+      .bind(3, 1 - granted)
+      .bind(4, waited_us)
+      .bind(5, touched)
+      .run();
+  if (sqlite3_changes(m_database.handle()) > 0) {
+    return;
   }
+  prepared(m_upsert_counters,
+           "INSERT INTO counters (name, granted, limited, waited_us, touched_at) "
+           "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (name) DO UPDATE SET "
+           "granted = granted + excluded.granted, limited = limited + excluded.limited, "
+           "waited_us = waited_us + excluded.waited_us, touched_at = excluded.touched_at")
+      .bind_blob(1, key)
+      .bind(2, granted)
+      .bind(3, 1 - granted)
+      .bind(4, waited_us)
+      .bind(5, touched)
+      .run();
 }
 
 KeyCounters SqliteStore::counters_of(std::string_view key) {

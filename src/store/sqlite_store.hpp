@@ -20,8 +20,9 @@ namespace ratelimit::store {
 // among those whose state has become a fresh key's, found through an index of the time each
 // key becomes fresh.
 //
-// Every decision also adds itself to the key's counters, in the same transaction: one upsert
-// of one small row, also for a denial (which otherwise writes nothing). The counters are
+// Every decision also adds itself to the key's counters, in the same transaction: one update
+// of one small row (an upsert for a new row, or about once an hour), also for a denial, which
+// otherwise writes nothing. The counters are
 // kept by key name, apart from the state, so that collecting the state leaves them; the
 // collections forget the counters that no decision has touched for `k_counter_retention`.
 class SqliteStore final : public Store {
@@ -91,7 +92,7 @@ private:
   std::unique_ptr<Statement> m_due;
   std::unique_ptr<Statement> m_set_fresh_at;
   std::unique_ptr<Statement> m_count;
-  std::unique_ptr<Statement> m_touch_counters;
+  std::unique_ptr<Statement> m_upsert_counters;
   std::unique_ptr<Statement> m_select_counters;
   std::unique_ptr<Statement> m_erase_counters;
   std::unique_ptr<Statement> m_forget_stale_counters;

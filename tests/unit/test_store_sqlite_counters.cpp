@@ -121,6 +121,22 @@ TEST_CASE("store::SqliteStore forgets counters untouched for the retention") {
   CHECK_FALSE(fake.counters_of("recent"));
 }
 
+TEST_CASE("store::SqliteStore: a decision an hour later moves the time the counters were "
+          "touched") {
+  FakeClockStore fake;
+  fake.decide("k", {{5, k_second}, 5});
+  fake.clock += 2 * 3600 * k_second;
+  fake.decide("k", {{5, k_second}, 5});
+  CHECK(fake.counters_of("k") == store::KeyCounters{2, 0, 0});
+  // Kept for the retention after the second decision, not the first.
+  fake.clock += store::k_counter_retention - 3600 * k_second;
+  fake.store.collect_garbage();
+  CHECK(fake.counters_of("k") == store::KeyCounters{2, 0, 0});
+  fake.clock += 3 * 3600 * k_second;
+  fake.store.collect_garbage();
+  CHECK_FALSE(fake.counters_of("k"));
+}
+
 TEST_CASE("store::SqliteDatabase upgrades a version 2 database: empty counters") {
   TemporaryDatabase database;
   {
