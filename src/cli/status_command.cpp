@@ -185,7 +185,8 @@ int run_status(const StatusOptions& options, const GlobalOptions& global) {
 CommandRun setup_status(CLI::App& app, const GlobalOptions& global) {
   auto options = std::make_shared<StatusOptions>();
   CLI::App* command = app.add_subcommand(
-      "status", "Show the state of keys (all keys without KEY) without consuming anything");
+      "status", "Show the state and counters of keys (all keys without KEY) without consuming "
+                "anything");
   command->footer("Exit status: 0, 1 when a KEY named is unknown, 3 when a key's state is "
                   "damaged (the others are shown).\n"
                   "Example: ratelimit status api --json");
