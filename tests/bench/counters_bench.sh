@@ -3,7 +3,9 @@
 # and `try` granted, with a ratelimit that counts and one that does not (built from a
 # commit before the counters), each on a database of its own; on Redis too when
 # redis-server is installed. Rounds interleave the two binaries, so that the load of the
-# machine falls on each alike. Not a test: CI does not run it.
+# machine falls on each alike; with perf installed, also the page faults of one try (each
+# page of code or data a process first touches costs one, 12-30 us here), which the load
+# of the machine does not blur. Not a test: CI does not run it.
 #   tests/bench/counters_bench.sh path/to/ratelimit-without-counters [path/to/ratelimit]
 # Environment: ROUNDS (default 20), PER_ROUND (default 50).
 set -euo pipefail
@@ -25,11 +27,12 @@ trap cleanup EXIT
 cc -O2 -o "$work/bench_exec" "$here/bench_exec.c"
 
 base=(env -u RATELIMIT_DB -u RATELIMIT_STORE -u RATELIMIT_CONFIG)
-names=() commands=()
+names=() commands=() bare=()
 add() { # NAME BINARY ARGS...
   names+=("$1")
   shift
   commands+=("${base[*]} $*")
+  bare+=("$*")
 }
 for which in baseline counting; do
   binary=$baseline
@@ -85,3 +88,16 @@ for i in "${!commands[@]}"; do
   awk -v name="${names[i]}" -v m="$median" -v p="$p90" -v r="$ratio" \
     'BEGIN {printf "| %s | %.2f ms | %.2f ms | %s |\n", name, m / 1e6, p / 1e6, r}'
 done
+if command -v perf >/dev/null; then
+  echo
+  echo "| scenario | page faults per try (perf stat -r 50) |"
+  echo "| --- | --- |"
+  for i in "${!commands[@]}"; do
+    # The binary itself, not env: the environment of this script has no RATELIMIT_* left.
+    # shellcheck disable=SC2086
+    faults=$(unset RATELIMIT_DB RATELIMIT_STORE RATELIMIT_CONFIG
+      perf stat -r 50 -x, -e page-faults ${bare[i]} 2>&1 >/dev/null |
+        awk -F, '/page-faults/ {print $1}') || true
+    echo "| ${names[i]} | $faults |"
+  done
+fi

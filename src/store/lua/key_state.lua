@@ -228,7 +228,6 @@ local function save_all(algorithm, clock, limits, states, log_period, log)
   save(algorithm, clock, limits, states, log_period, clock + reset_after)
 end
 
-
 -- Whether the counters are a hash or absent, as this script writes them.
 local function counters_intact()
   local kind = redis.call('TYPE', counters_key).ok
