@@ -71,6 +71,10 @@ public:
 
   const std::vector<util::PrometheusText::Label>& labels() const { return m_labels; }
 
+  // The labels point into `m_hex`: a copy would point into the original's.
+  KeyLabels(const KeyLabels&) = delete;
+  KeyLabels& operator=(const KeyLabels&) = delete;
+
 private:
   std::string m_hex;
   std::vector<util::PrometheusText::Label> m_labels;
