@@ -15,7 +15,7 @@ inline constexpr std::size_t k_max_key_bytes = 1024;
 struct LimitOptions {
   std::string key;
   std::vector<std::string> rates;
-  std::optional<std::string> algorithm; // default token-bucket
+  std::optional<std::string> algorithm; // default: core::default_algorithm
   std::vector<std::string> bursts;
   std::optional<std::string> cost; // default 1
 };
@@ -23,7 +23,10 @@ struct LimitOptions {
 // The same, checked and parsed.
 struct LimitedRequest {
   std::string key;
-  core::Algorithm algorithm = core::Algorithm::token_bucket;
+  core::Algorithm algorithm = core::Algorithm::sliding_log;
+  // Whether the call chose `algorithm` (-a, or -b for the token bucket) rather than take
+  // the default: an existing key keeps its own algorithm unless one is chosen.
+  bool algorithm_chosen = false;
   std::vector<core::Limit> limits;
   std::int64_t cost = 1;
 };

@@ -234,6 +234,9 @@ void run_simulate(const SimulateOptions& options, const Given& given, const Glob
   report.arrivals = arrivals;
   report.settings = &settings;
   report.comparison = &comparison;
+  if (options.algorithm == "all") {
+    report.default_algorithm = core::default_algorithm(!options.bursts.empty());
+  }
   print_simulation(format, report);
 }
 

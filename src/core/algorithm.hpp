@@ -24,6 +24,13 @@ std::string_view algorithm_name(Algorithm algorithm);
 // The inverse of `algorithm_name`; the error suggests the nearest name.
 Result<Algorithm> parse_algorithm(std::string_view name);
 
+// The algorithm of a call that names none: the exact sliding log, which never admits more
+// than N in any PERIOD; or, when the call gives a burst (a token-bucket notion), the token
+// bucket.
+inline constexpr Algorithm default_algorithm(bool burst_given) {
+  return burst_given ? Algorithm::token_bucket : Algorithm::sliding_log;
+}
+
 // Whether `--burst` means something for `algorithm` (bucket capacity or queue depth).
 bool takes_burst(Algorithm algorithm);
 

@@ -104,6 +104,7 @@ Decision decide(KeyState& state, std::span<const Limit> limits, GrantLog& log,
                 const Request& request) {
   const Rules& rules = rules_for(state.algorithm);
   Decision decision;
+  decision.algorithm = state.algorithm;
   decision.now = std::max(request.now, state.clock);
   decision.limits.resize(limits.size());
   state.clock = decision.now;
@@ -205,6 +206,7 @@ void give_back(KeyState& state, std::span<const Limit> limits, GrantLog& log, Na
 Decision inspect(const KeyState& state, GrantLog& log, Nanos now, std::int64_t cost) {
   const Rules& rules = rules_for(state.algorithm);
   Decision decision;
+  decision.algorithm = state.algorithm;
   decision.now = std::max(now, state.clock);
   decision.limits.resize(state.limits.size());
   Nanos at = decision.now;

@@ -55,14 +55,14 @@ RedisStore::RedisStore(const RedisLocation& location, std::string prefix, core::
     : m_connection(location, timeout), m_prefix(std::move(prefix)),
       m_script(m_connection, m_prefix) {}
 
-core::Decision RedisStore::decide(std::string_view key, core::Algorithm algorithm,
+core::Decision RedisStore::decide(std::string_view key, core::Algorithm algorithm, bool chosen,
                                   std::span<const core::Limit> limits, core::Request request) {
   std::vector<core::Limit> micros = limits_in_micros(limits, request.cost);
   if (request.max_wait != std::numeric_limits<core::Nanos>::max()) {
     // Waiting at most max_wait ns means at most floor(max_wait / 1000) whole microseconds.
     request.max_wait = request.max_wait / k_micro;
   }
-  core::Decision decision = m_script.decide(key, algorithm, micros, request);
+  core::Decision decision = m_script.decide(key, algorithm, chosen, micros, request);
   decision_to_nanos(decision);
   return decision;
 }

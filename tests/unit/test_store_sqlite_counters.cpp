@@ -37,7 +37,7 @@ struct FakeClockStore {
     core::Request request;
     request.reserve = reserve;
     std::vector<core::Limit> limits{limit};
-    return store.decide(key, core::Algorithm::token_bucket, limits, request);
+    return store.decide(key, core::Algorithm::token_bucket, true, limits, request);
   }
 
   std::optional<store::KeyCounters> counters_of(std::string_view key) {
@@ -144,7 +144,7 @@ TEST_CASE("store::SqliteDatabase upgrades a version 2 database: empty counters")
     store::SqliteStore store(database.path(), k_second, store::Creation::if_missing,
                              [&clock] { return clock; });
     std::vector<core::Limit> limits{per_minute(3)};
-    store.decide("kept", core::Algorithm::token_bucket, limits, {});
+    store.decide("kept", core::Algorithm::token_bucket, true, limits, {});
   }
   // Back to version 2 as that version made it: no counters table.
   sqlite3* db = nullptr;
@@ -161,7 +161,7 @@ TEST_CASE("store::SqliteDatabase upgrades a version 2 database: empty counters")
   REQUIRE(status.size() == 1);
   CHECK(status[0].standing.remaining == 2);
   std::vector<core::Limit> limits{per_minute(3)};
-  CHECK(store.decide("kept", core::Algorithm::token_bucket, limits, {}).allowed);
+  CHECK(store.decide("kept", core::Algorithm::token_bucket, true, limits, {}).allowed);
   CHECK(store.counters().size() == 1);
   REQUIRE(sqlite3_open(database.path().c_str(), &db) == SQLITE_OK);
   sqlite3_stmt* version = nullptr;
