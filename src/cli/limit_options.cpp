@@ -136,11 +136,24 @@ LimitedRequest resolve(const LimitOptions& options, bool key_required) {
     }
     request.limits.push_back(limit);
   }
-  if (auto problem = core::check_limits(request.algorithm, request.limits, request.cost,
-                                        !options.bursts.empty())) {
+  check_limit_options(request.algorithm, request.limits, request.cost, !options.bursts.empty());
+  return request;
+}
+
+void check_limit_options(core::Algorithm algorithm, std::span<const core::Limit> limits,
+                         std::int64_t cost, bool burst_given) {
+  // The two problems that are the options', in their words; the core's check says the rest.
+  if (limits.empty()) {
+    throw UsageError("no rate given; expected -r N/PERIOD, e.g. -r 10/s");
+  }
+  if (burst_given && !core::takes_burst(algorithm)) {
+    throw UsageError(fmt::format("--burst does not apply to {}; it sets the capacity of "
+                                 "token-bucket and the queue depth of leaky-bucket",
+                                 core::algorithm_name(algorithm)));
+  }
+  if (auto problem = core::check_limits(algorithm, limits, cost, burst_given)) {
     throw UsageError(*problem);
   }
-  return request;
 }
 
 } // namespace ratelimit::cli

@@ -46,6 +46,11 @@ std::optional<std::string> apply_named_limit(LimitOptions& options, const Global
 // Without `key_required`, an empty key is allowed (the key is optional).
 LimitedRequest resolve(const LimitOptions& options, bool key_required = true);
 
+// core::check_limits for limits given as options: throws UsageError, naming -r and --burst
+// where they are the problem.
+void check_limit_options(core::Algorithm algorithm, std::span<const core::Limit> limits,
+                         std::int64_t cost, bool burst_given);
+
 // Checks a key typed by the user: not empty, at most 1024 bytes; throws UsageError.
 void check_key(std::string_view key);
 

@@ -83,7 +83,7 @@ void FailOpenGate::give_back(const core::Grant& grant) {
 }
 
 bool instant_grants_combine(core::Algorithm algorithm) {
-  return algorithm != core::Algorithm::leaky_bucket;
+  return core::info(algorithm).instant_grants_combine;
 }
 
 } // namespace ratelimit::cli

@@ -7,27 +7,7 @@
 
 namespace ratelimit::core {
 
-const Rules& token_bucket_rules();
-const Rules& leaky_bucket_rules();
-const Rules& fixed_window_rules();
-const Rules& sliding_window_rules();
-const Rules& sliding_log_rules();
-
-const Rules& rules_for(Algorithm algorithm) {
-  switch (algorithm) {
-  case Algorithm::token_bucket:
-    return token_bucket_rules();
-  case Algorithm::leaky_bucket:
-    return leaky_bucket_rules();
-  case Algorithm::fixed_window:
-    return fixed_window_rules();
-  case Algorithm::sliding_window:
-    return sliding_window_rules();
-  case Algorithm::sliding_log:
-    return sliding_log_rules();
-  }
-  return token_bucket_rules();
-}
+const Rules& rules_for(Algorithm algorithm) { return info(algorithm).rules(); }
 
 namespace {
 

@@ -73,7 +73,7 @@ RedisScript::RedisScript(RedisConnection& connection, std::string prefix)
 
 std::vector<std::string> RedisScript::keys_of(std::string_view key, core::Algorithm algorithm,
                                               std::span<const core::Limit>) const {
-  return redis_keys_of(m_prefix, key, algorithm == core::Algorithm::sliding_log);
+  return redis_keys_of(m_prefix, key, core::info(algorithm).keeps_log);
 }
 
 core::Decision RedisScript::decide(std::string_view key, core::Algorithm algorithm, bool chosen,
@@ -216,7 +216,7 @@ std::optional<KeyStatus> RedisScript::inspect(std::string_view key,
   status.counters.granted = read.integer();
   status.counters.limited = read.integer();
   status.counters.waited_us = read.integer();
-  if (status.state.algorithm == core::Algorithm::sliding_log) {
+  if (core::info(status.state.algorithm).keeps_log) {
     // Not fresh while the log holds grants that its longest period would count (as
     // core::inspect).
     standing.reset_after =

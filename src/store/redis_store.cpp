@@ -118,11 +118,13 @@ std::vector<KeyStatus> RedisStore::status(std::span<const std::string> keys) {
     // none of these products overflows.
     status->state.clock = to_nanos(status->state.clock);
     status->state.log_period = to_nanos(status->state.log_period);
+    const std::array<core::SlotKind, 3>& kinds = core::info(status->state.algorithm).slots;
     for (core::LimitState& limit : status->state.limits) {
       limit.limit.rate.period = to_nanos(limit.limit.rate.period);
-      limit.slots[0] = to_nanos(limit.slots[0]); // every algorithm's first slot is a time
-      if (status->state.algorithm == core::Algorithm::token_bucket) {
-        limit.slots[1] = to_nanos(limit.slots[1]); // and the token bucket's latest grant
+      for (std::size_t i = 0; i < kinds.size(); ++i) {
+        if (kinds[i] == core::SlotKind::time) {
+          limit.slots[i] = to_nanos(limit.slots[i]);
+        }
       }
     }
     decision_to_nanos(status->standing);

@@ -285,7 +285,7 @@ core::Decision SqliteStore::decide(std::string_view key, core::Algorithm algorit
       }
     }
     Row row = existing ? *existing : Row{0, {algorithm, 0, {}}};
-    if (!existing && algorithm == core::Algorithm::sliding_log) {
+    if (!existing && core::info(algorithm).keeps_log) {
       row = find_or_create(key, algorithm); // the log's entries need the key's id
     }
     SqliteGrantLog log(m_database.handle(), row.id);

@@ -8,7 +8,7 @@
 PYTHON=/usr/bin/python3
 [ -x "$PYTHON" ] || PYTHON=python3
 
-ALGORITHMS="token-bucket leaky-bucket fixed-window sliding-window sliding-log"
+ALGORITHMS=$(binary_algorithms)
 
 # Whether VALUE is within [LOW, HIGH].
 in_range() { [ "$1" -ge "$2" ] && [ "$1" -le "$3" ]; }

@@ -204,6 +204,30 @@ test_every_documented_example_runs() {
   expect_true "only $count examples found" test "$count" -ge 25
 }
 
+# Every algorithm the binary knows (its one table) is described in the man page, in the
+# README's table and in -a's --help: a new one cannot ship undocumented.
+test_every_algorithm_is_documented() {
+  local algorithms algorithm source help
+  algorithms=$(binary_algorithms)
+  expect_true "the binary lists no algorithm" test -n "$algorithms" || return
+  source=$(cat "$SOURCE_DIR/man/ratelimit.1")
+  help=$(rl try --help)
+  for algorithm in $algorithms; do
+    local escaped=${algorithm//-/\\-}
+    expect_contains "$source" $'.TP\n.B '"$escaped"$'\n' "the man page's entry for $algorithm"
+    expect_contains "$(man_section DESCRIPTION | tr -s ' \n' '  ')" \
+      "What each algorithm admits in any PERIOD" "the man page"
+    expect_contains "$(cat "$SOURCE_DIR/README.md")" "| \`$algorithm\`" "README.md's table"
+    expect_contains "$help" "$algorithm" "try --help"
+  done
+  # Each one's line in "What each algorithm admits in any PERIOD".
+  local admits
+  admits=$(man_section DESCRIPTION | sed -n '/What each algorithm admits/,/Choosing an algorithm/p')
+  for algorithm in $algorithms; do
+    expect_true "no bound for $algorithm in: $admits" grep -q "^ *$algorithm " <<<"$admits"
+  done
+}
+
 # The man page and the README state, for each algorithm, the most it admits in any PERIOD.
 test_each_algorithm_states_what_it_admits_in_any_period() {
   local text
