@@ -16,6 +16,7 @@ _ratelimit_options() {
   pipe) options+=" $limit -t --timeout -0 --null" ;;
   reset) options+=" --all" ;;
   gc) options+=" -v --verbose" ;;
+  metrics) options+=" -o --output" ;;
   simulate)
     options+=" -r --rate -b --burst -a --algorithm --mode --trace --profile --duration --load
       --seed --format"
@@ -31,7 +32,7 @@ _ratelimit_takes_value() {
   --config | --db | --store | --redis-prefix | --store-timeout | --lock-timeout | --on-store-error | \
     -E | --limited-exit-code | -r | --rate | -a | --algorithm | -b | --burst | -c | --cost | \
     -t | --timeout | --mode | --trace | --profile | --duration | --load | --seed | --format | \
-    --backoff-on | --backoff | --backoff-max | --retries)
+    --backoff-on | --backoff | --backoff-max | --retries | -o | --output)
     return 0
     ;;
   esac
@@ -161,7 +162,7 @@ _ratelimit() {
     mapfile -t COMPREPLY < <(compgen -W "$algorithms" -- "$cur")
     return
     ;;
-  --config | --db | --trace)
+  --config | --db | --trace | -o | --output)
     if declare -F _filedir >/dev/null; then
       _filedir
     else
@@ -201,7 +202,7 @@ _ratelimit() {
     return
   fi
   if [[ -z $command ]]; then
-    mapfile -t COMPREPLY < <(compgen -W "try wait run pause pipe status reset gc limits simulate" -- "$cur")
+    mapfile -t COMPREPLY < <(compgen -W "try wait run pause pipe status reset gc limits metrics simulate" -- "$cur")
     return
   fi
 

@@ -19,7 +19,7 @@ function __ratelimit_words
             case --config --db --store --redis-prefix --store-timeout --lock-timeout --on-store-error \
                 -E --limited-exit-code -r --rate -a --algorithm -b --burst -c --cost \
                 -t --timeout --mode --trace --profile --duration --load --seed --format \
-                --backoff-on --backoff --backoff-max --retries
+                --backoff-on --backoff --backoff-max --retries -o --output
                 set skip 1
             case '-*'
             case '*'
@@ -159,6 +159,7 @@ complete -c ratelimit -n __ratelimit_no_command -a status -d 'Show the state of 
 complete -c ratelimit -n __ratelimit_no_command -a reset -d 'Forget keys'
 complete -c ratelimit -n __ratelimit_no_command -a gc -d 'Remove keys whose state is a fresh key\'s'
 complete -c ratelimit -n __ratelimit_no_command -a limits -d 'List the named limits of the configuration files'
+complete -c ratelimit -n __ratelimit_no_command -a metrics -d 'Print the counters for Prometheus'
 complete -c ratelimit -n __ratelimit_no_command -a simulate -d 'Compare the algorithms on a trace or a profile'
 
 # Global options, before the command name or after it.
@@ -194,6 +195,7 @@ complete -c ratelimit -n '__ratelimit_using run' -l retries -x -d 'Run the comma
 complete -c ratelimit -n '__ratelimit_using pipe' -s 0 -l null -d 'Records end in NUL instead of newline'
 complete -c ratelimit -n '__ratelimit_using reset' -l all -d 'Forget every key'
 complete -c ratelimit -n '__ratelimit_using gc' -s v -l verbose -d 'Say what was removed'
+complete -c ratelimit -n '__ratelimit_using metrics' -s o -l output -r -F -d 'Write to FILE, replaced atomically'
 complete -c ratelimit -n '__ratelimit_using simulate' -l mode -x -a 'try wait' -d 'Deny what is over the limit, or let every arrival wait'
 complete -c ratelimit -n '__ratelimit_using simulate' -l trace -r -F -d 'Arrivals to replay (- reads stdin)'
 complete -c ratelimit -n '__ratelimit_using simulate' -l profile -x -a 'steady burst boundary poisson' -d 'Synthetic arrivals'

@@ -106,7 +106,7 @@ Acquired acquire(store::Store& store, util::InterruptSignals& signals, const Glo
 }
 
 bool fail_open(const GlobalOptions& global, const store::StoreError& error) {
-  if (global.on_store_error != "allow") {
+  if (!fails_open(global)) {
     return false;
   }
   std::string message = error.what();

@@ -196,15 +196,35 @@ public:
       return error(node, "store must be a table: [store]");
     }
     for (auto&& [key, value] : *table) {
-      if (key.str() != "url") {
-        return error(value, fmt::format("unknown setting {} in [store]; expected url",
-                                        util::printable_key(key.str())));
+      std::string_view setting = key.str();
+      const auto* text = value.as_string();
+      if (setting == "url") {
+        if (text == nullptr || text->get().empty()) {
+          return error(value, "url takes a store URL, e.g. url = \"redis://host:6379/0\"");
+        }
+        config.store_url = text->get();
+      } else if (setting == "timeout") {
+        if (text == nullptr) {
+          return error(value, "timeout takes a duration, e.g. timeout = \"2s\"");
+        }
+        auto timeout = core::parse_duration(text->get());
+        if (!timeout) {
+          return error(value, fmt::format("timeout: {}", timeout.error()));
+        }
+        if (*timeout <= 0) {
+          return error(value, "timeout: expected a duration above 0, e.g. 1s, 500ms");
+        }
+        config.store_timeout = text->get();
+      } else if (setting == "on_error") {
+        if (text == nullptr || (text->get() != "deny" && text->get() != "allow")) {
+          return error(value, "on_error takes deny or allow, e.g. on_error = \"allow\"");
+        }
+        config.store_on_error = text->get();
+      } else {
+        return error(value, fmt::format("unknown setting {} in [store]; expected url, timeout "
+                                        "or on_error",
+                                        util::printable_key(setting)));
       }
-      const auto* url = value.as_string();
-      if (url == nullptr || url->get().empty()) {
-        return error(value, "url takes a store URL, e.g. url = \"redis://host:6379/0\"");
-      }
-      config.store_url = url->get();
     }
     return config;
   }
@@ -368,8 +388,10 @@ Config load_config(const std::string& explicit_file) {
     for (const auto& [name, limit] : config->limits) {
       merged.limits.emplace(name, limit);
     }
-    if (!merged.store_url) {
-      merged.store_url = config->store_url;
+    for (auto setting : {&Config::store_url, &Config::store_timeout, &Config::store_on_error}) {
+      if (!(merged.*setting)) {
+        merged.*setting = (*config).*setting;
+      }
     }
   }
   return merged;

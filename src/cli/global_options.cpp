@@ -27,8 +27,8 @@ void add_global_options(CLI::App& app, GlobalOptions& options) {
   app.add_flag("--json", options.json, "Print one JSON object per decision on stdout");
   app.add_flag("-q,--quiet", options.quiet, "Print nothing on a denial");
   app.add_option("--on-store-error", options.on_store_error,
-                 "When the store fails: deny (default; exit 3) or allow (grant, with a "
-                 "warning on stderr)")
+                 "When the store fails: deny (exit 3) or allow (grant, with a warning on "
+                 "stderr); default [store] on_error, else deny")
       ->option_text("deny|allow")
       ->check(CLI::Validator(
           [](const std::string& value) {
@@ -63,7 +63,7 @@ void add_global_options(CLI::App& app, GlobalOptions& options) {
       ->option_text("PREFIX");
   app.add_option("--store-timeout", options.store_timeout,
                  "Longest wait to connect to Redis and for each reply before failing with "
-                 "status 3 (default 1s)")
+                 "status 3 (default [store] timeout, else 1s)")
       ->option_text("DURATION");
 }
 
@@ -130,7 +130,49 @@ bool database_missing(const std::string& path) {
 
 std::unique_ptr<store::Store> open_store_as(const GlobalOptions& options, store::Creation creation);
 
+// Whether the command line or the environment names the store. Then no configuration file is
+// read for the store: its [store] section describes the store it names.
+bool store_named_outside_config(const GlobalOptions& options) {
+  const char* store = std::getenv("RATELIMIT_STORE");
+  const char* db = std::getenv("RATELIMIT_DB");
+  return !options.store.empty() || !options.db.empty() || (store && *store) || (db && *db);
+}
+
+// A [store] setting of the configuration, unless the store is named outside it.
+std::optional<std::string> config_store_setting(const GlobalOptions& options,
+                                                std::optional<std::string> Config::*setting) {
+  if (store_named_outside_config(options)) {
+    return std::nullopt;
+  }
+  return configuration(options).*setting;
+}
+
 } // namespace
+
+bool fails_open(const GlobalOptions& options) {
+  if (!options.on_store_error.empty()) {
+    return options.on_store_error == "allow";
+  }
+  return config_store_setting(options, &Config::store_on_error).value_or("deny") == "allow";
+}
+
+core::Nanos store_timeout(const GlobalOptions& options) {
+  if (options.store_timeout.empty()) {
+    // Checked when the file was read.
+    if (auto text = config_store_setting(options, &Config::store_timeout)) {
+      return *core::parse_duration(*text);
+    }
+    return core::k_nanos_per_second;
+  }
+  auto timeout = core::parse_duration(options.store_timeout);
+  if (!timeout) {
+    throw UsageError("--store-timeout: " + timeout.error());
+  }
+  if (*timeout <= 0) {
+    throw UsageError("--store-timeout: expected a duration above 0, e.g. 1s, 500ms");
+  }
+  return *timeout;
+}
 
 const Config& configuration(const GlobalOptions& options) {
   if (!options.loaded_config) {
@@ -172,13 +214,7 @@ std::unique_ptr<store::Store> open_store_as(const GlobalOptions& options,
   if (!options.store.empty() && !options.db.empty()) {
     throw UsageError("--db and --store both name a store; give one of them");
   }
-  auto store_timeout = core::parse_duration(options.store_timeout);
-  if (!store_timeout) {
-    throw UsageError("--store-timeout: " + store_timeout.error());
-  }
-  if (*store_timeout <= 0) {
-    throw UsageError("--store-timeout: expected a duration above 0, e.g. 1s, 500ms");
-  }
+  core::Nanos timeout = store_timeout(options);
   std::string url = options.store;
   if (const char* env = std::getenv("RATELIMIT_STORE");
       url.empty() && options.db.empty() && env && *env) {
@@ -196,7 +232,7 @@ std::unique_ptr<store::Store> open_store_as(const GlobalOptions& options,
       throw UsageError(location.error());
     }
     if (const auto* redis = std::get_if<store::RedisLocation>(&*location)) {
-      return std::make_unique<store::RedisStore>(*redis, options.redis_prefix, *store_timeout);
+      return std::make_unique<store::RedisStore>(*redis, options.redis_prefix, timeout);
     }
     path = std::get<store::SqliteLocation>(*location).path;
   }

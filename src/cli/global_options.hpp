@@ -19,14 +19,15 @@ struct GlobalOptions {
   std::string db;
   bool json = false;
   bool quiet = false;
-  // --on-store-error: "deny" (exit 3) or "allow" (grant with a warning).
-  std::string on_store_error = "deny";
+  // --on-store-error: "deny" (exit 3) or "allow" (grant with a warning); empty when not
+  // given (see `fails_open`).
+  std::string on_store_error;
   int limited_exit_code = 1;
   std::string lock_timeout = "10s";
   std::string store;                       // --store URL; empty: $RATELIMIT_STORE, else --db
   std::string redis_prefix = "ratelimit:"; // --redis-prefix
-  std::string store_timeout = "1s";        // --store-timeout: Redis connect and commands
-  std::string config;                      // --config FILE: the named limits and the store
+  std::string store_timeout; // --store-timeout: Redis connect and commands; empty: not given
+  std::string config;        // --config FILE: the named limits and the store
   // The configuration files, read once when first needed (see `configuration`).
   mutable std::optional<Config> loaded_config;
 };
@@ -42,6 +43,15 @@ void add_global_options(CLI::App& app, GlobalOptions& options);
 // --store or --db (the other one unset), RATELIMIT_CONFIG for --config, and
 // RATELIMIT_REDIS_PREFIX. `run` calls it before it starts its command.
 void export_store_environment(const GlobalOptions& options);
+// Whether a failing store grants (--on-store-error=allow): the option, else, when neither the
+// command line nor the environment names the store, the configuration's [store] on_error;
+// else deny. Throws UsageError for a configuration file that cannot be read.
+bool fails_open(const GlobalOptions& options);
+
+// --store-timeout, with the same precedence: the option, else the configuration's [store]
+// timeout when the command line and the environment name no store, else 1s. Throws
+// UsageError.
+core::Nanos store_timeout(const GlobalOptions& options);
 
 // The database path: --db, else $RATELIMIT_DB, else $XDG_STATE_HOME/ratelimit/ratelimit.db
 // (~/.local/state/ratelimit/ratelimit.db).

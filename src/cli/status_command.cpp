@@ -72,6 +72,11 @@ std::string json_status(const store::KeyStatus& status) {
     limits.push_back(limit_state.limit);
   }
   object.raw_field("limits", limits_json(state.algorithm, limits, standing));
+  util::JsonObject counters;
+  counters.field("granted", status.counters.granted)
+      .field("limited", status.counters.limited)
+      .raw_field("waited_ms", json_millis(status.counters.waited_us * core::k_nanos_per_micro));
+  object.raw_field("counters", counters.str());
   return object.str();
 }
 
@@ -158,8 +163,9 @@ int run_status(const StatusOptions& options, const GlobalOptions& global) {
   bool paused = std::any_of(shown.begin(), shown.end(), [](const store::KeyStatus* status) {
     return status->standing.paused_until > status->standing.now;
   });
-  std::vector<std::vector<std::string>> rows{
-      {"KEY", "ALGORITHM", "LIMITS", "REMAINING", "RETRY AFTER", "RESET AFTER", "LAST USE"}};
+  std::vector<std::vector<std::string>> rows{{"KEY", "ALGORITHM", "LIMITS", "REMAINING",
+                                              "RETRY AFTER", "RESET AFTER", "LAST USE",
+                                              "GRANTED", "LIMITED", "WAITED"}};
   if (paused) {
     rows.front().push_back("PAUSED UNTIL");
   }
@@ -171,7 +177,9 @@ int run_status(const StatusOptions& options, const GlobalOptions& global) {
          has_limits ? std::string(core::algorithm_name(status->state.algorithm)) : "-",
          describe_limits(status->state), has_limits ? std::to_string(standing.remaining) : "-",
          core::format_duration(standing.wait), core::format_duration(standing.reset_after),
-         core::format_duration(standing.now - status->state.clock) + " ago"});
+         core::format_duration(standing.now - status->state.clock) + " ago",
+         std::to_string(status->counters.granted), std::to_string(status->counters.limited),
+         core::format_duration(status->counters.waited_us * core::k_nanos_per_micro)});
     if (paused) {
       rows.back().push_back(standing.paused_until > standing.now ? utc_time(standing.paused_until)
                                                                  : std::string("-"));
@@ -186,7 +194,8 @@ int run_status(const StatusOptions& options, const GlobalOptions& global) {
 CommandRun setup_status(CLI::App& app, const GlobalOptions& global) {
   auto options = std::make_shared<StatusOptions>();
   CLI::App* command = app.add_subcommand(
-      "status", "Show the state of keys (all keys without KEY) without consuming anything");
+      "status", "Show the state and counters of keys (all keys without KEY) without consuming "
+                "anything");
   command->footer("Exit status: 0, 1 when a KEY named is unknown, 3 when a key's state is "
                   "damaged (the others are shown).\n"
                   "Example: ratelimit status api --json");

@@ -18,6 +18,16 @@ std::string redis_key(std::string_view prefix, std::string_view key) {
   return name;
 }
 
+namespace {
+
+constexpr std::string_view k_counters_suffix = ":n";
+
+} // namespace
+
+std::string redis_counters_key(std::string_view prefix, std::string_view key) {
+  return redis_key(prefix, key) + std::string(k_counters_suffix);
+}
+
 std::vector<std::string> redis_keys_of(std::string_view prefix, std::string_view key,
                                        bool sliding_log) {
   std::string base = redis_key(prefix, key);
@@ -26,6 +36,7 @@ std::vector<std::string> redis_keys_of(std::string_view prefix, std::string_view
     names.push_back(base + ":t");
     names.push_back(base + ":c");
   }
+  names.push_back(base + std::string(k_counters_suffix));
   return names;
 }
 
@@ -56,6 +67,15 @@ std::optional<std::string> key_of_redis_name(std::string_view prefix, std::strin
     }
   }
   return key;
+}
+
+std::optional<std::string> key_of_redis_counters_name(std::string_view prefix,
+                                                      std::string_view name) {
+  if (!name.ends_with(k_counters_suffix)) {
+    return std::nullopt;
+  }
+  name.remove_suffix(k_counters_suffix.size());
+  return key_of_redis_name(prefix, name);
 }
 
 std::string redis_scan_pattern(std::string_view prefix) {

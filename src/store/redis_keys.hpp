@@ -15,14 +15,21 @@ namespace ratelimit::store {
 // one-to-one with keys.
 std::string redis_key(std::string_view prefix, std::string_view key);
 
-// The hash that holds `key`'s state and, for a sliding log, the two sorted sets of its one
-// log (whatever limits its calls name).
+// The hash of `key`'s counters, `PREFIX{KEY}:n`: apart from the state, which it outlives.
+std::string redis_counters_key(std::string_view prefix, std::string_view key);
+
+// The hash that holds `key`'s state, for a sliding log the two sorted sets of its one log
+// (whatever limits its calls name), and last the hash of its counters.
 std::vector<std::string> redis_keys_of(std::string_view prefix, std::string_view key,
                                        bool sliding_log);
 
 // The KEY whose hash is named `name`, or nothing when `name` is not such a hash (a sliding
 // log, another prefix's key).
 std::optional<std::string> key_of_redis_name(std::string_view prefix, std::string_view name);
+
+// The KEY whose counters are named `name`, or nothing when `name` is not such a hash.
+std::optional<std::string> key_of_redis_counters_name(std::string_view prefix,
+                                                      std::string_view name);
 
 // A SCAN MATCH pattern for every name under `prefix`, with glob characters escaped.
 std::string redis_scan_pattern(std::string_view prefix);

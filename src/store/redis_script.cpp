@@ -164,7 +164,7 @@ void RedisScript::give_back(std::string_view key, core::Algorithm algorithm,
 std::optional<KeyStatus> RedisScript::inspect(std::string_view key,
                                               std::optional<core::Nanos> now) {
   std::string arguments[] = {"inspect", now_argument(now)};
-  std::string keys[] = {redis_key(m_prefix, key)};
+  std::string keys[] = {redis_key(m_prefix, key), redis_counters_key(m_prefix, key)};
   RedisReply reply = m_connection.run_script(keys, arguments);
   std::string reply_status = status_of(reply);
   if (reply_status == "none") {
@@ -218,6 +218,9 @@ std::optional<KeyStatus> RedisScript::inspect(std::string_view key,
   }
   status.state.log_period = read.integer();
   status.state.paused_until = read.integer();
+  status.counters.granted = read.integer();
+  status.counters.limited = read.integer();
+  status.counters.waited_us = read.integer();
   if (core::info(status.state.algorithm).keeps_log && count > 0) {
     // Not fresh while the log holds grants that its longest period would count (as
     // core::inspect).
@@ -265,7 +268,7 @@ PauseStanding RedisScript::pause_reply(std::string_view key, const RedisReply& r
 
 bool RedisScript::reset(std::string_view key) {
   std::string arguments[] = {"reset", ""};
-  std::string keys[] = {redis_key(m_prefix, key)};
+  std::string keys[] = {redis_key(m_prefix, key), redis_counters_key(m_prefix, key)};
   return m_connection.run_script(keys, arguments).integer() != 0;
 }
 

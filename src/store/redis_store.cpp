@@ -2,11 +2,13 @@
 
 #include "core/rate.hpp"
 #include "store/redis_keys.hpp"
+#include "util/key_text.hpp"
 
 #include <algorithm>
 #include <fmt/format.h>
 #include <hiredis/hiredis.h>
 #include <limits>
+#include <set>
 
 namespace ratelimit::store {
 
@@ -107,7 +109,7 @@ std::vector<KeyStatus> RedisStore::status(std::span<const std::string> keys) {
     try {
       status = m_script.inspect(key);
     } catch (const DamagedState& error) {
-      result.push_back({key, error.what(), {}, {}});
+      result.push_back({key, error.what(), {}, {}, {}});
       continue;
     }
     if (!status) {
@@ -133,6 +135,43 @@ std::vector<KeyStatus> RedisStore::status(std::span<const std::string> keys) {
   return result;
 }
 
+std::vector<NamedCounters> RedisStore::counters() {
+  std::vector<NamedCounters> result;
+  for (const std::string& name : scan()) {
+    std::optional<std::string> key = key_of_redis_counters_name(m_prefix, name);
+    if (!key) {
+      continue;
+    }
+    std::string call[] = {"HMGET", name, "granted", "limited", "waited_us"};
+    RedisReply reply = m_connection.command(call);
+    if (reply.size() != 3) {
+      m_connection.fail("HMGET: unexpected reply");
+    }
+    KeyCounters counters;
+    std::int64_t* fields[] = {&counters.granted, &counters.limited, &counters.waited_us};
+    bool gone = true;
+    for (std::size_t i = 0; i < 3; ++i) {
+      const redisReply& field = reply.at(i);
+      if (field.type == REDIS_REPLY_NIL) {
+        continue;
+      }
+      gone = false;
+      if (!reply_integer(field, *fields[i])) {
+        throw DamagedState(fmt::format("{}: the counters of key {} are damaged; forget them with "
+                                       "`ratelimit reset {}`",
+                                       m_connection.name(), util::printable_key(*key),
+                                       util::shell_word_for_key(*key)));
+      }
+    }
+    if (!gone) { // expired since the scan, or not a hash of ours
+      result.push_back({std::move(*key), counters});
+    }
+  }
+  std::sort(result.begin(), result.end(),
+            [](const NamedCounters& a, const NamedCounters& b) { return a.key < b.key; });
+  return result;
+}
+
 std::size_t RedisStore::reset(std::span<const std::string> keys, bool all) {
   if (!all) {
     std::size_t removed = 0;
@@ -142,16 +181,23 @@ std::size_t RedisStore::reset(std::span<const std::string> keys, bool all) {
     return removed;
   }
   std::vector<std::string> names = scan();
-  std::size_t removed = 0;
+  std::set<std::string> removed;
   for (std::size_t first = 0; first < names.size(); first += 500) {
     std::vector<std::string> call{"UNLINK"};
     for (std::size_t i = first; i < std::min(names.size(), first + 500); ++i) {
       call.push_back(names[i]);
-      removed += key_of_redis_name(m_prefix, names[i]) ? 1 : 0;
+      // A key counts once, whether it had a state, counters or both.
+      std::optional<std::string> key = key_of_redis_name(m_prefix, names[i]);
+      if (!key) {
+        key = key_of_redis_counters_name(m_prefix, names[i]);
+      }
+      if (key) {
+        removed.insert(std::move(*key));
+      }
     }
     m_connection.command(call);
   }
-  return removed;
+  return removed.size();
 }
 
 PauseStanding RedisStore::pause(std::string_view key, core::Nanos duration) {

@@ -14,7 +14,9 @@ inline constexpr std::string_view k_default_redis_prefix = "ratelimit:";
 // The store counts time in whole microseconds, the resolution of Redis's TIME: periods are
 // rounded up to a whole microsecond (a limit may only get stricter) and every duration it
 // returns is a whole number of microseconds. Stored values expire when their state is a
-// fresh key's again, so `collect_garbage` has nothing to do.
+// fresh key's again, so `collect_garbage` has nothing to do; a key's counters, in a hash of
+// their own updated by the same script call, expire `k_counter_retention` after the key's
+// last decision.
 class RedisStore final : public Store {
 public:
   // Connects to `location`; `timeout` bounds the connection and every command. Throws
@@ -26,6 +28,7 @@ public:
   void give_back(std::string_view key, core::Algorithm algorithm,
                  std::span<const core::Limit> limits, const core::Grant& grant) override;
   std::vector<KeyStatus> status(std::span<const std::string> keys) override;
+  std::vector<NamedCounters> counters() override;
   std::size_t reset(std::span<const std::string> keys, bool all) override;
   PauseStanding pause(std::string_view key, core::Nanos duration) override;
   PauseStanding pause_of(std::string_view key) override;

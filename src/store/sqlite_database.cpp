@@ -156,6 +156,9 @@ void SqliteDatabase::upgrade() {
     if (version == 2) {
       upgrade_from_version_2(m_db);
     }
+    if (version <= 2) {
+      upgrade_from_version_2(m_db);
+    }
     execute("COMMIT");
   } catch (...) {
     sqlite3_exec(m_db, "ROLLBACK", nullptr, nullptr, nullptr);
@@ -206,6 +209,9 @@ void SqliteDatabase::create() {
       sqlite3_open_v2(scratch.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc == SQLITE_OK) {
     rc = sqlite3_exec(db, k_schema, nullptr, nullptr, nullptr);
+  }
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_exec(db, k_counters_schema, nullptr, nullptr, nullptr);
   }
   std::string message = rc == SQLITE_OK ? "" : sqlite_failure_reason(db, rc, m_path);
   sqlite3_close_v2(db);

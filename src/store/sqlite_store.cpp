@@ -55,6 +55,14 @@ core::Nanos fresh_at(const core::Decision& standing) {
                                                                    : (exact | (k_grain - 1)) + 1;
 }
 
+// When counters touched at `now` were last touched, as stored: rounded up to a multiple of
+// 2^42 ns (about 73 minutes), so that the index of those times changes about once an hour
+// for a busy key, not at every decision. Counters kept an hour longer change nothing.
+core::Nanos touched_at(core::Nanos now) {
+  constexpr core::Nanos k_grain = core::Nanos{1} << 42;
+  return now > std::numeric_limits<core::Nanos>::max() - k_grain ? now : (now | (k_grain - 1)) + 1;
+}
+
 // A cheap coin with odds of one in `n`, seeded by the clock: consecutive nanosecond
 // readings are mixed (splitmix64) so that a coarse clock cannot make it always or never
 // land.
@@ -193,6 +201,58 @@ void SqliteStore::erase(std::int64_t id) {
   prepared(m_erase_key, "DELETE FROM keys WHERE id = ?1").bind(1, id).run();
 }
 
+void SqliteStore::count(std::string_view key, const core::Decision& decision, core::Nanos now) {
+  core::Nanos touched = touched_at(now);
+  std::int64_t granted = decision.allowed ? 1 : 0;
+  std::int64_t waited_us = decision.allowed ? decision.wait / core::k_nanos_per_micro : 0;
+  // Most decisions find the key's row touched within the hour: a plain update of it, which
+  // leaves the index of those times alone and runs the code the update of the key's state
+  // has already run (each page of code a process first runs costs it a page fault).
+  prepared(m_count, "UPDATE counters SET granted = granted + ?2, limited = limited + ?3, "
+                    "waited_us = waited_us + ?4 WHERE name = ?1 AND touched_at >= ?5")
+      .bind_blob(1, key)
+      .bind(2, granted)
+      .bind(3, 1 - granted)
+      .bind(4, waited_us)
+      .bind(5, touched)
+      .run();
+  if (sqlite3_changes(m_database.handle()) > 0) {
+    return;
+  }
+  prepared(m_upsert_counters,
+           "INSERT INTO counters (name, granted, limited, waited_us, touched_at) "
+           "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (name) DO UPDATE SET "
+           "granted = granted + excluded.granted, limited = limited + excluded.limited, "
+           "waited_us = waited_us + excluded.waited_us, touched_at = excluded.touched_at")
+      .bind_blob(1, key)
+      .bind(2, granted)
+      .bind(3, 1 - granted)
+      .bind(4, waited_us)
+      .bind(5, touched)
+      .run();
+}
+
+KeyCounters SqliteStore::counters_of(std::string_view key) {
+  Statement& select = prepared(m_select_counters,
+                               "SELECT granted, limited, waited_us FROM counters WHERE name = ?1");
+  select.bind_blob(1, key);
+  KeyCounters counters;
+  if (select.step()) {
+    counters = {select.column_int(0), select.column_int(1), select.column_int(2)};
+  }
+  select.reset();
+  return counters;
+}
+
+void SqliteStore::forget_stale_counters(core::Nanos now, std::int64_t limit) {
+  prepared(m_forget_stale_counters,
+           "DELETE FROM counters WHERE name IN (SELECT name FROM counters WHERE touched_at < ?1 "
+           "ORDER BY touched_at LIMIT ?2)")
+      .bind(1, now - k_counter_retention)
+      .bind(2, limit)
+      .run();
+}
+
 void SqliteStore::collect_some_garbage(core::Nanos now) {
   Statement& due = prepared(m_due, "SELECT id, algorithm, clock, limits, fresh_at, log_period, "
                                    "paused_until FROM keys WHERE fresh_at <= ?1 ORDER BY "
@@ -222,6 +282,7 @@ void SqliteStore::collect_some_garbage(core::Nanos now) {
       set_fresh_at.bind(1, row.id).bind(2, fresh_at(standing)).run();
     }
   }
+  forget_stale_counters(now, k_gc_batch);
 }
 
 core::Decision SqliteStore::decide(std::string_view key, core::Algorithm algorithm, bool chosen,
@@ -282,6 +343,7 @@ core::Decision SqliteStore::decide(std::string_view key, core::Algorithm algorit
       // From the whole stored state, which may hold limits this request did not name.
       write(row, fresh_at(core::inspect(row.state, log, decision.now)));
     }
+    count(key, decision, request.now);
     if (one_in(request.now, k_gc_one_in)) {
       collect_some_garbage(request.now);
     }
@@ -311,10 +373,11 @@ std::vector<KeyStatus> SqliteStore::status(std::span<const std::string> keys) {
     auto add = [&](std::string name, std::int64_t id, core::KeyState state) {
       SqliteGrantLog log(m_database.handle(), id);
       core::Decision standing = core::inspect(state, log, time);
-      result.push_back({std::move(name), {}, std::move(state), std::move(standing)});
+      KeyCounters counters = counters_of(name);
+      result.push_back({std::move(name), {}, std::move(state), std::move(standing), counters});
     };
     auto add_damaged = [&](std::string name, const DamagedState& error) {
-      result.push_back({std::move(name), error.what(), {}, {}});
+      result.push_back({std::move(name), error.what(), {}, {}, {}});
     };
     if (!keys.empty()) {
       for (const std::string& key : keys) {
@@ -357,15 +420,31 @@ std::vector<KeyStatus> SqliteStore::status(std::span<const std::string> keys) {
   });
 }
 
+std::vector<NamedCounters> SqliteStore::counters() {
+  return read_transaction([&] {
+    std::vector<NamedCounters> result;
+    Statement all(m_database.handle(),
+                  "SELECT name, granted, limited, waited_us FROM counters ORDER BY name");
+    while (all.step()) {
+      result.push_back({std::string(all.column_blob(0)),
+                        {all.column_int(1), all.column_int(2), all.column_int(3)}});
+    }
+    all.reset();
+    return result;
+  });
+}
+
 std::size_t SqliteStore::reset(std::span<const std::string> keys, bool all) {
   return transaction([&] {
     std::size_t removed = 0;
     if (all) {
-      Statement count(m_database.handle(), "SELECT count(*) FROM keys");
+      Statement count(
+          m_database.handle(),
+          "SELECT count(*) FROM (SELECT name FROM keys UNION SELECT name FROM counters)");
       count.step();
       removed = static_cast<std::size_t>(count.column_int(0));
       count.reset();
-      m_database.execute("DELETE FROM grant_log; DELETE FROM keys");
+      m_database.execute("DELETE FROM grant_log; DELETE FROM keys; DELETE FROM counters");
       return removed;
     }
     // By id alone, without decoding the state: a damaged key can be reset too.
@@ -379,6 +458,9 @@ std::size_t SqliteStore::reset(std::span<const std::string> keys, bool all) {
       select_id.reset();
       if (id) {
         erase(*id);
+      }
+      prepared(m_erase_counters, "DELETE FROM counters WHERE name = ?1").bind_blob(1, key).run();
+      if (id || sqlite3_changes(m_database.handle()) > 0) {
         ++removed;
       }
     }
@@ -457,6 +539,7 @@ std::vector<std::string> SqliteStore::collect_garbage() {
       erase(id);
       removed.push_back(std::move(name));
     }
+    forget_stale_counters(time, std::numeric_limits<std::int64_t>::max());
     return removed;
   });
 }

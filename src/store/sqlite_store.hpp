@@ -19,6 +19,12 @@ namespace ratelimit::store {
 // bound: one decision in `k_gc_one_in`, chosen at random, forgets at most `k_gc_batch` keys
 // among those whose state has become a fresh key's, found through an index of the time each
 // key becomes fresh.
+//
+// Every decision also adds itself to the key's counters, in the same transaction: one update
+// of one small row (an upsert for a new row, or about once an hour), also for a denial, which
+// otherwise writes nothing. The counters are
+// kept by key name, apart from the state, so that collecting the state leaves them; the
+// collections forget the counters that no decision has touched for `k_counter_retention`.
 class SqliteStore final : public Store {
 public:
   static constexpr int k_gc_one_in = 16;
@@ -38,6 +44,7 @@ public:
   void give_back(std::string_view key, core::Algorithm algorithm,
                  std::span<const core::Limit> limits, const core::Grant& grant) override;
   std::vector<KeyStatus> status(std::span<const std::string> keys) override;
+  std::vector<NamedCounters> counters() override;
   std::size_t reset(std::span<const std::string> keys, bool all) override;
   PauseStanding pause(std::string_view key, core::Nanos duration) override;
   PauseStanding pause_of(std::string_view key) override;
@@ -64,6 +71,11 @@ private:
   // Stores `row`, and the time its state becomes a fresh key's when that has moved.
   void write(const Row& row, core::Nanos fresh_at);
   void erase(std::int64_t id);
+  // Adds `decision` on `key`, made at `now`, to the key's counters.
+  void count(std::string_view key, const core::Decision& decision, core::Nanos now);
+  KeyCounters counters_of(std::string_view key);
+  // Forgets the counters untouched since `now` less the retention, at most `limit` of them.
+  void forget_stale_counters(core::Nanos now, std::int64_t limit);
   // Forgets at most `k_gc_batch` keys that are fresh at `now`.
   void collect_some_garbage(core::Nanos now);
   [[noreturn]] void damaged(std::string_view key) const;
@@ -85,6 +97,11 @@ private:
   std::unique_ptr<Statement> m_insert_paused;
   std::unique_ptr<Statement> m_update_paused;
   std::unique_ptr<Statement> m_select_pause;
+  std::unique_ptr<Statement> m_count;
+  std::unique_ptr<Statement> m_upsert_counters;
+  std::unique_ptr<Statement> m_select_counters;
+  std::unique_ptr<Statement> m_erase_counters;
+  std::unique_ptr<Statement> m_forget_stale_counters;
 };
 
 } // namespace ratelimit::store

@@ -26,6 +26,20 @@ struct OldKey {
 
 } // namespace
 
+const char* const k_counters_schema = R"sql(
+-- By name, not by the id of the key's row: the counters outlive the state, which garbage
+-- collection forgets once it is a fresh key's. `touched_at` is when a decision last counted
+-- here, rounded up (see SqliteStore); counters untouched for k_counter_retention go.
+CREATE TABLE counters (
+  name BLOB PRIMARY KEY,
+  granted INTEGER NOT NULL DEFAULT 0,
+  limited INTEGER NOT NULL DEFAULT 0,
+  waited_us INTEGER NOT NULL DEFAULT 0,
+  touched_at INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+CREATE INDEX counters_by_touched_at ON counters (touched_at);
+)sql";
+
 void upgrade_from_version_1(sqlite3* db) {
   execute(db, "ALTER TABLE keys ADD COLUMN log_period INTEGER NOT NULL DEFAULT 0;"
               "ALTER TABLE grant_log RENAME TO grant_log_1;"
@@ -84,8 +98,9 @@ void upgrade_from_version_1(sqlite3* db) {
 }
 
 void upgrade_from_version_2(sqlite3* db) {
-  execute(db, "ALTER TABLE keys ADD COLUMN paused_until INTEGER NOT NULL DEFAULT 0;"
-              "PRAGMA user_version = 3;");
+  execute(db, "ALTER TABLE keys ADD COLUMN paused_until INTEGER NOT NULL DEFAULT 0;");
+  execute(db, k_counters_schema);
+  execute(db, "PRAGMA user_version = 3;");
 }
 
 } // namespace ratelimit::store

@@ -9,8 +9,14 @@ namespace ratelimit::store {
 // period); version 2 keeps one log per key, and the longest period its calls named.
 void upgrade_from_version_1(sqlite3* db);
 
-// Upgrades a database of schema version 2 to version 3, as `upgrade_from_version_1`:
-// version 3 adds the end of each key's pause (`ratelimit pause`), none for the keys there.
+// The table of a key's counters (version 3): requests granted and limited, and the time
+// callers waited for their slots, by key name, so that they outlive the key's state. Part of
+// a new database's schema, and what `upgrade_from_version_2` adds.
+extern const char* const k_counters_schema;
+
+// Upgrades a database of schema version 2 to version 3, inside the caller's write
+// transaction: version 3 adds the end of each key's pause (`ratelimit pause`), none for the
+// keys there, and the counters table, empty. Throws StoreError.
 void upgrade_from_version_2(sqlite3* db);
 
 } // namespace ratelimit::store

@@ -35,6 +35,29 @@ public:
   using std::runtime_error::runtime_error;
 };
 
+// What decisions on a key have counted since it was first used or last reset: requests
+// (calls, whatever their cost) granted and limited, and the time granted callers were to
+// sleep for their slots (`wait`, `run`), in microseconds. They only go up; they outlive the
+// key's state, and go when the key is reset or has made no decision for
+// `k_counter_retention`.
+struct KeyCounters {
+  std::int64_t granted = 0;
+  std::int64_t limited = 0;
+  std::int64_t waited_us = 0;
+
+  bool operator==(const KeyCounters&) const = default;
+};
+
+// How long a key's counters outlive its last decision: longer than a month, so that a
+// monthly job keeps them, while the counters of one-off keys do not pile up for ever.
+inline constexpr core::Nanos k_counter_retention = 31 * 24 * 3600 * core::k_nanos_per_second;
+
+// The counters of one key, as `counters` lists them.
+struct NamedCounters {
+  std::string key;
+  KeyCounters counters;
+};
+
 // A key's standing, as `status` shows it.
 struct KeyStatus {
   std::string key;
@@ -43,6 +66,7 @@ struct KeyStatus {
   std::string damage;
   core::KeyState state;
   core::Decision standing; // from core::inspect at the store's now
+  KeyCounters counters;
 };
 
 // A key's pause as the store sees it: `now` by the store's clock, and the end of the pause,
@@ -74,7 +98,12 @@ public:
   // a damaged key says so in its `damage` and does not hide the others.
   virtual std::vector<KeyStatus> status(std::span<const std::string> keys) = 0;
 
-  // Forgets `keys` (all keys when `all`); returns how many existed.
+  // The counters of every key that has any, the keys whose state is gone included, in key
+  // order.
+  virtual std::vector<NamedCounters> counters() = 0;
+
+  // Forgets `keys` (all keys when `all`), their counters included; returns how many existed
+  // (had a state or counters).
   virtual std::size_t reset(std::span<const std::string> keys, bool all) = 0;
 
   // Pauses `key` for `duration` from the store's now (core::pause): no grant to anyone until
@@ -86,7 +115,8 @@ public:
   // check that no pause began while it slept.
   virtual PauseStanding pause_of(std::string_view key) = 0;
 
-  // Forgets keys whose state is a fresh key's; returns their names.
+  // Forgets keys whose state is a fresh key's; returns their names. Also forgets the counters
+  // of keys that have made no decision for `k_counter_retention`.
   virtual std::vector<std::string> collect_garbage() = 0;
 
   // The store's clock, in nanoseconds since the epoch.

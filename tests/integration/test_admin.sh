@@ -48,7 +48,7 @@ test_status_json_fields() {
   expect_status 0 rl --json status api
   local fields
   fields=$(json_eval '" ".join(sorted(j[0]))' <<<"$OUT")
-  expect_eq "algorithm burst idle_ms key last_use limit limits period_ms remaining reset_after_ms retry_after_ms" \
+  expect_eq "algorithm burst counters idle_ms key last_use limit limits period_ms remaining reset_after_ms retry_after_ms" \
     "$fields" "fields"
   expect_eq api "$(json_eval 'j[0]["key"]' <<<"$OUT")" "key"
   expect_eq token-bucket "$(json_eval 'j[0]["algorithm"]' <<<"$OUT")" "algorithm"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Named limits in configuration files (limits.toml): try, wait and run without -r, options
-# that override the file, the order of the files, [store] url, `limits`, and errors.
+# that override the file, the order of the files, [store] url, timeout and on_error,
+# `limits`, and errors.
 . "$(dirname "$0")/lib.sh"
 
 # The binary with the configuration files of the test directory only: HOME, XDG_CONFIG_HOME
@@ -216,6 +217,81 @@ TOML
   expect_true "--db is used" test -f other.db
 }
 
+# Starts a server on loopback that accepts connections and never answers; its port in
+# $SILENT_PORT, its PID in $SILENT_PID (stop_silent_server stops it).
+start_silent_server() {
+  /usr/bin/python3 -c 'import socket, sys, time
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(64)
+print(s.getsockname()[1], flush=True)
+time.sleep(120)' >silent.port &
+  SILENT_PID=$!
+  local tries=0
+  while [ ! -s silent.port ] && [ $tries -lt 100 ]; do
+    sleep 0.05
+    tries=$((tries + 1))
+  done
+  SILENT_PORT=$(cat silent.port)
+}
+stop_silent_server() {
+  kill "$SILENT_PID" 2>/dev/null
+  wait "$SILENT_PID" 2>/dev/null
+}
+
+test_store_timeout_and_on_error_from_the_file() {
+  start_silent_server
+  user_file <<TOML
+[store]
+url = "redis://127.0.0.1:$SILENT_PORT"
+timeout = "300ms"
+TOML
+  local -a env=(env -u RATELIMIT_DB -u RATELIMIT_STORE -u RATELIMIT_CONFIG HOME="$TEST_DIR/home"
+    XDG_CONFIG_HOME="$TEST_DIR/home/.config" RATELIMIT_SYSTEM_CONFIG=/nonexistent)
+  expect_status 3 "${env[@]}" "$RATELIMIT" try k -r 1/s
+  expect_contains "$ERR" "no answer within 0.3s (--store-timeout)"
+  # The command line wins over the file.
+  expect_status 3 "${env[@]}" "$RATELIMIT" --store-timeout 0.5s try k -r 1/s
+  expect_contains "$ERR" "no answer within 0.5s (--store-timeout)"
+  printf 'on_error = "allow"\n' >>home/.config/ratelimit/limits.toml
+  expect_status 0 "${env[@]}" "$RATELIMIT" try k -r 1/s
+  expect_one_line
+  expect_contains "$ERR" "ratelimit: warning: "
+  expect_contains "$ERR" "going on without the store (--on-store-error=allow)"
+  expect_status 3 "${env[@]}" "$RATELIMIT" --on-store-error=deny try k -r 1/s
+  # A store named in the environment takes nothing from the file's [store]: the timeout and
+  # what to do on an error are the defaults, or the options'.
+  expect_status 3 "${env[@]}" RATELIMIT_STORE="redis://127.0.0.1:$SILENT_PORT" \
+    "$RATELIMIT" try k -r 1/s
+  expect_contains "$ERR" "no answer within 1s (--store-timeout)"
+  expect_status 0 "${env[@]}" RATELIMIT_STORE="redis://127.0.0.1:$SILENT_PORT" \
+    "$RATELIMIT" --on-store-error allow --store-timeout 200ms try k -r 1/s
+  expect_contains "$ERR" "no answer within 0.2s (--store-timeout)"
+  stop_silent_server
+}
+
+test_store_settings_are_checked_as_their_options() {
+  # A named limit: the file is read, whatever names the store.
+  user_file <<'TOML'
+[store]
+on_error = "ignore"
+[limits.k]
+rate = "1/s"
+TOML
+  expect_status 2 rlc try k
+  expect_one_line
+  expect_contains "$ERR" 'limits.toml:2: on_error takes deny or allow, e.g. on_error = "allow"'
+  user_file <<'TOML'
+[store]
+timeout = "forever"
+[limits.k]
+rate = "1/s"
+TOML
+  expect_status 2 rlc try k
+  expect_one_line
+  expect_contains "$ERR" 'limits.toml:2: timeout: '
+}
+
 test_limits_lists_the_named_limits() {
   user_file <<'TOML'
 [limits.github]
@@ -260,6 +336,12 @@ TOML
   strace -f -e trace=open,openat -o trace3 env RATELIMIT_STORE="sqlite:$DB" \
     HOME="$TEST_DIR/home" "$RATELIMIT" try k -r 1/s >/dev/null 2>&1
   expect_eq "" "$(grep -F limits.toml trace3)" "configuration files opened with RATELIMIT_STORE"
+  # Nor when the store fails and --on-store-error is not given: the [store] of a file
+  # describes the store the file names.
+  printf 'not a database\n' >foreign.db
+  strace -f -e trace=open,openat -o trace5 env -u RATELIMIT_DB HOME="$TEST_DIR/home" \
+    "$RATELIMIT" --db foreign.db try k -r 1/s >/dev/null 2>&1
+  expect_eq "" "$(grep -F limits.toml trace5)" "configuration files opened for a failing store"
   rm -r home
   strace -f -e trace=open,openat -o trace4 env -u RATELIMIT_DB -u RATELIMIT_STORE \
     -u RATELIMIT_CONFIG HOME="$TEST_DIR/home" XDG_CONFIG_HOME="$TEST_DIR/home/.config" \

@@ -387,6 +387,7 @@ store_invocation() {
   status) echo "status k" ;;
   reset) echo "reset k" ;;
   gc) echo "gc" ;;
+  metrics) echo "metrics" ;;
   esac
 }
 

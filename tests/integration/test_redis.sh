@@ -110,10 +110,26 @@ test_keys_live_under_the_prefix_in_one_hash_tag() {
   expect_status 0 rl try plain -r 5/min -a token-bucket
   expect_eq 'app:{my key}
 app:{my key}:c
+app:{my key}:n
 app:{my key}:t
-ratelimit:{plain}' "$(rcli --scan | sort)" "key names"
+ratelimit:{plain}
+ratelimit:{plain}:n' "$(rcli --scan | sort)" "key names"
   expect_eq hash "$(rcli type 'app:{my key}')" "state type"
   expect_eq zset "$(rcli type 'app:{my key}:t')" "log type"
+  expect_eq hash "$(rcli type 'app:{my key}:n')" "counters type"
+}
+
+test_counters_expire_a_month_after_the_last_decision() {
+  expect_status 0 rl try k -r 1/1s -a token-bucket
+  local ttl
+  ttl=$(rcli pttl 'ratelimit:{k}:n')
+  expect_true "counters pttl $ttl: 31 days" \
+    test "$ttl" -gt $((31 * 86400 * 1000 - 60000)) -a "$ttl" -le $((31 * 86400 * 1000))
+  expect_eq "granted 1" "$(rcli hgetall 'ratelimit:{k}:n' | paste -sd ' ')" "counters"
+  sleep 1.1
+  # The state has expired; the counters have not.
+  expect_eq 0 "$(rcli exists 'ratelimit:{k}')" "state after its reset_after"
+  expect_eq 1 "$(rcli exists 'ratelimit:{k}:n')" "counters after the state expired"
 }
 
 test_values_expire_when_the_state_is_fresh_again() {

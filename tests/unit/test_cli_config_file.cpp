@@ -1,6 +1,11 @@
 #include "cli/config_file.hpp"
 
+#include "cli/global_options.hpp"
+#include "cli/usage_error.hpp"
+
+#include <cstdlib>
 #include <doctest/doctest.h>
+#include <optional>
 #include <string>
 
 using namespace ratelimit;
@@ -122,4 +127,104 @@ TEST_CASE("cli::parse_config: any character where whitespace may be is an error,
   // In strings and comments they are text.
   CHECK(config("\xEF\xBB\xBF[limits.\"caf\xC3\xA9\"]\nrate = \"1/s\" # \xEF\xBB\xAF\n")
             .limits.size() == 1);
+}
+
+TEST_CASE("cli::parse_config reads the store's timeout and what to do when it fails") {
+  cli::Config parsed = config("[store]\nurl = \"redis://h\"\ntimeout = \"2.5s\"\n"
+                              "on_error = \"allow\"\n");
+  CHECK(parsed.store_url == "redis://h");
+  CHECK(parsed.store_timeout == "2.5s");
+  CHECK(parsed.store_on_error == "allow");
+  // Each alone: the url may come from the command line.
+  CHECK(config("[store]\non_error = \"deny\"\n").store_on_error == "deny");
+  CHECK_FALSE(config("[store]\non_error = \"deny\"\n").store_timeout);
+  CHECK(config("[store]\ntimeout = \"300ms\"\n").store_timeout == "300ms");
+}
+
+TEST_CASE("cli::parse_config checks the store's timeout and on_error as their options") {
+  CHECK(config_error("[store]\ntimeout = \"soon\"\n").starts_with("limits.toml:2: timeout: "));
+  CHECK(config_error("[store]\ntimeout = 2\n") ==
+        "limits.toml:2: timeout takes a duration, e.g. timeout = \"2s\"");
+  CHECK(config_error("[store]\ntimeout = \"0s\"\n") ==
+        "limits.toml:2: timeout: expected a duration above 0, e.g. 1s, 500ms");
+  CHECK(config_error("[store]\non_error = \"fail\"\n") ==
+        "limits.toml:2: on_error takes deny or allow, e.g. on_error = \"allow\"");
+  CHECK(config_error("[store]\non_error = true\n") ==
+        "limits.toml:2: on_error takes deny or allow, e.g. on_error = \"allow\"");
+  CHECK(config_error("[store]\nretries = 3\n") ==
+        "limits.toml:2: unknown setting \"retries\" in [store]; expected url, timeout or "
+        "on_error");
+}
+
+namespace {
+
+// Sets or unsets an environment variable for the scope, restoring it afterwards.
+class ScopedEnv {
+public:
+  ScopedEnv(const char* name, const char* value) : m_name(name) {
+    if (const char* old = std::getenv(name)) {
+      m_old = old;
+    }
+    if (value) {
+      setenv(name, value, 1);
+    } else {
+      unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    if (m_old) {
+      setenv(m_name, m_old->c_str(), 1);
+    } else {
+      unsetenv(m_name);
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+private:
+  const char* m_name;
+  std::optional<std::string> m_old;
+};
+
+// Options whose configuration is `text`, as if read from the files.
+cli::GlobalOptions options_with(std::string_view text) {
+  cli::GlobalOptions options;
+  options.loaded_config = config(text);
+  return options;
+}
+
+} // namespace
+
+TEST_CASE("cli: [store] timeout and on_error apply as url does: after the command line and "
+          "the environment") {
+  ScopedEnv no_db("RATELIMIT_DB", nullptr);
+  ScopedEnv no_store("RATELIMIT_STORE", nullptr);
+  constexpr std::string_view k_file = "[store]\ntimeout = \"250ms\"\non_error = \"allow\"\n";
+  cli::GlobalOptions options = options_with(k_file);
+  CHECK(cli::store_timeout(options) == 250 * core::k_nanos_per_milli);
+  CHECK(cli::fails_open(options));
+  // The command line wins.
+  options.store_timeout = "2s";
+  options.on_store_error = "deny";
+  CHECK(cli::store_timeout(options) == 2 * core::k_nanos_per_second);
+  CHECK_FALSE(cli::fails_open(options));
+  options.store_timeout = "0s";
+  CHECK_THROWS_AS(cli::store_timeout(options), cli::UsageError);
+  // A store named on the command line or in the environment takes nothing from the file.
+  for (auto name : {&cli::GlobalOptions::db, &cli::GlobalOptions::store}) {
+    cli::GlobalOptions named = options_with(k_file);
+    named.*name = "sqlite:x.db";
+    CHECK(cli::store_timeout(named) == core::k_nanos_per_second);
+    CHECK_FALSE(cli::fails_open(named));
+  }
+  for (const char* variable : {"RATELIMIT_DB", "RATELIMIT_STORE"}) {
+    ScopedEnv set(variable, "x.db");
+    cli::GlobalOptions from_env = options_with(k_file);
+    CHECK(cli::store_timeout(from_env) == core::k_nanos_per_second);
+    CHECK_FALSE(cli::fails_open(from_env));
+  }
+  // Nothing anywhere: the defaults.
+  cli::GlobalOptions none = options_with("");
+  CHECK(cli::store_timeout(none) == core::k_nanos_per_second);
+  CHECK_FALSE(cli::fails_open(none));
 }

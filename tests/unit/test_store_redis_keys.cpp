@@ -9,8 +9,13 @@ TEST_CASE("store::redis_key puts the key in a hash tag under the prefix") {
   CHECK(redis_key("", "api") == "{api}");
   // One log per key, whatever the periods of its limits.
   CHECK(redis_keys_of("p:", "api", true) ==
-        std::vector<std::string>{"p:{api}", "p:{api}:t", "p:{api}:c"});
-  CHECK(redis_keys_of("p:", "api", false) == std::vector<std::string>{"p:{api}"});
+        std::vector<std::string>{"p:{api}", "p:{api}:t", "p:{api}:c", "p:{api}:n"});
+  CHECK(redis_keys_of("p:", "api", false) == std::vector<std::string>{"p:{api}", "p:{api}:n"});
+  CHECK(redis_counters_key("p:", "a}b") == "p:{a%7Db}:n");
+  CHECK(key_of_redis_counters_name("p:", "p:{a%7Db}:n") == "a}b");
+  CHECK_FALSE(key_of_redis_counters_name("p:", "p:{a}"));
+  CHECK_FALSE(key_of_redis_counters_name("p:", "p:{a}:t"));
+  CHECK_FALSE(key_of_redis_counters_name("q:", "p:{a}:n"));
 }
 
 TEST_CASE("store::redis_key escapes } and % so that the tag covers the whole key") {

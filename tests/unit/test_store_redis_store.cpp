@@ -78,8 +78,9 @@ TEST_CASE("store::RedisStore keeps a key's values under the prefix, in one hash 
   try_once(store, "log}key", core::Algorithm::sliding_log,
            {per_second(5), {{20, 60 * k_second}, 20}});
   try_once(store, "bucket", core::Algorithm::token_bucket, {per_second(5)});
-  CHECK(redis.keys("t2:*") == std::vector<std::string>{"t2:{bucket}", "t2:{log%7Dkey}",
-                                                       "t2:{log%7Dkey}:c", "t2:{log%7Dkey}:t"});
+  CHECK(redis.keys("t2:*") == std::vector<std::string>{"t2:{bucket}", "t2:{bucket}:n",
+                                                       "t2:{log%7Dkey}", "t2:{log%7Dkey}:c",
+                                                       "t2:{log%7Dkey}:n", "t2:{log%7Dkey}:t"});
 }
 
 TEST_CASE("store::RedisStore values expire when the state is a fresh key's again") {
@@ -188,7 +189,7 @@ TEST_CASE("store::RedisStore status and reset work on named keys and on all keys
   CHECK(redis.keys("t6:{b}*").empty());
   CHECK(store.reset({}, true) == 1);
   CHECK(redis.keys("t6:*").empty());
-  CHECK(redis.keys("t6other:*").size() == 1);
+  CHECK(redis.keys("t6other:*") == std::vector<std::string>{"t6other:{c}", "t6other:{c}:n"});
   CHECK(store.collect_garbage().empty());
 }
 
@@ -222,7 +223,8 @@ TEST_CASE("store::RedisStore keeps one log per key, as long as its longest perio
   REQUIRE(try_once(store, "k", core::Algorithm::sliding_log, second_only).allowed);
   // The key holds the last call's limit only, but its log lives as long as a minute would
   // count its grants.
-  CHECK(redis.keys("t9:*") == std::vector<std::string>{"t9:{k}", "t9:{k}:c", "t9:{k}:t"});
+  CHECK(redis.keys("t9:*") ==
+        std::vector<std::string>{"t9:{k}", "t9:{k}:c", "t9:{k}:n", "t9:{k}:t"});
   std::string key[] = {"k"};
   auto status = store.status(key);
   REQUIRE(status.size() == 1);
@@ -234,6 +236,55 @@ TEST_CASE("store::RedisStore keeps one log per key, as long as its longest perio
   core::Decision denied = try_once(store, "k", core::Algorithm::sliding_log, both);
   CHECK_FALSE(denied.allowed);
   CHECK(denied.binding == 1);
+}
+
+TEST_CASE("store::RedisStore counts requests and waits in a hash of the key's own") {
+  RATELIMIT_REDIS_SERVER(server);
+  Inspector redis(server->location());
+  store::RedisStore store(server->location(), "t10:", k_second);
+  std::vector<core::Limit> limits{{{2, 60 * k_second}, 2}};
+  REQUIRE(try_once(store, "k", core::Algorithm::token_bucket, limits).allowed);
+  REQUIRE(try_once(store, "k", core::Algorithm::token_bucket, limits).allowed);
+  REQUIRE_FALSE(try_once(store, "k", core::Algorithm::token_bucket, limits).allowed);
+  core::Decision reserved = try_once(store, "k", core::Algorithm::token_bucket, limits, true);
+  REQUIRE(reserved.allowed);
+  std::int64_t waited_us = reserved.wait / core::k_nanos_per_micro;
+  CHECK(waited_us > 20'000'000);
+  std::vector<store::NamedCounters> counters = store.counters();
+  REQUIRE(counters.size() == 1);
+  CHECK(counters[0].key == "k");
+  CHECK(counters[0].counters == store::KeyCounters{3, 1, waited_us});
+  std::string key[] = {"k"};
+  std::vector<store::KeyStatus> status = store.status(key);
+  REQUIRE(status.size() == 1);
+  CHECK(status[0].counters == store::KeyCounters{3, 1, waited_us});
+  // They outlive the state: a month and a day, refreshed by every decision.
+  std::int64_t ttl = redis.pttl("t10:{k}:n");
+  CHECK(ttl > 31LL * 24 * 3600 * 1000 - 60'000);
+  CHECK(ttl <= 31LL * 24 * 3600 * 1000);
+  std::string drop_state[] = {"DEL", "t10:{k}"};
+  redis.connection.command(drop_state);
+  CHECK(store.status(key).empty());
+  REQUIRE(store.counters().size() == 1);
+  REQUIRE(try_once(store, "k", core::Algorithm::token_bucket, {{{1, 60 * k_second}, 1}}).allowed);
+  CHECK(store.counters()[0].counters == store::KeyCounters{4, 1, waited_us});
+  // reset forgets them; a key with counters alone counts as one that existed.
+  CHECK(store.reset(key, false) == 1);
+  CHECK(store.counters().empty());
+  CHECK(redis.keys("t10:*").empty());
+}
+
+TEST_CASE("store::RedisStore: counters of another type are damaged state") {
+  RATELIMIT_REDIS_SERVER(server);
+  Inspector redis(server->location());
+  store::RedisStore store(server->location(), "t11:", k_second);
+  std::string set[] = {"SET", "t11:{k}:n", "x"};
+  redis.connection.command(set);
+  CHECK_THROWS_AS(try_once(store, "k", core::Algorithm::token_bucket, {per_second(5)}),
+                  store::DamagedState);
+  std::string key[] = {"k"};
+  CHECK(store.reset(key, false) == 1);
+  CHECK(try_once(store, "k", core::Algorithm::token_bucket, {per_second(5)}).allowed);
 }
 
 TEST_CASE("store::RedisStore rounds periods up to a whole microsecond") {
@@ -364,7 +415,8 @@ TEST_CASE("store::RedisStore follows Redis Cluster redirections to the key's nod
   }
   std::int64_t on_a = a.command(std::vector<std::string>{"DBSIZE"}).integer();
   std::int64_t on_b = b.command(std::vector<std::string>{"DBSIZE"}).integer();
-  CHECK(on_a + on_b == 6 * 3); // each key's hash and its two log sets, on one node
+  // Each key's hash, its two log sets and its counters, on one node.
+  CHECK(on_a + on_b == 6 * 4);
   CHECK(on_a > 0);
   CHECK(on_b > 0);
 }

@@ -3,6 +3,12 @@
 -- the expiry of a fresh key's state.
 
 local base = KEYS[1]
+-- The key's counters (store::KeyCounters): granted, limited, waited_us. A hash apart from the
+-- state, so that they outlive it; declared in KEYS by every operation that touches them.
+local counters_key = base .. ':n'
+-- store::k_counter_retention: the counters expire once no decision has touched them for so
+-- long, in milliseconds.
+local k_counter_retention_ms = 31 * 24 * 3600 * 1000
 local op = ARGV[1]
 local explicit_now = ARGV[2] ~= ''
 
@@ -236,3 +242,33 @@ local function save_all(algorithm, clock, limits, states, log_period, log, pause
   save(algorithm, clock, limits, states, log_period, clock + reset_after)
 end
 
+-- Whether the counters are a hash or absent, as this script writes them.
+local function counters_intact()
+  local kind = redis.call('TYPE', counters_key).ok
+  return kind == 'none' or kind == 'hash'
+end
+
+-- Adds one decision to the key's counters: granted (and the microseconds it waits for its
+-- slot) or limited. They expire once untouched for the retention.
+local function count(allowed, wait)
+  if allowed then
+    redis.call('HINCRBY', counters_key, 'granted', 1)
+    if wait > 0 then
+      redis.call('HINCRBY', counters_key, 'waited_us', int(wait))
+    end
+  else
+    redis.call('HINCRBY', counters_key, 'limited', 1)
+  end
+  if explicit_now then
+    redis.call('PERSIST', counters_key)
+  else
+    redis.call('PEXPIRE', counters_key, k_counter_retention_ms)
+  end
+end
+
+-- The counters as stored: granted, limited, waited_us (0 for a missing field).
+local function read_counters()
+  local flat = redis.call('HMGET', counters_key, 'granted', 'limited', 'waited_us')
+  return tonumber(flat[1] or '0') or 0, tonumber(flat[2] or '0') or 0,
+         tonumber(flat[3] or '0') or 0
+end

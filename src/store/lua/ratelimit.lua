@@ -1,7 +1,9 @@
 -- One call of this script is one atomic operation on one key, mirroring src/core/decide.cpp.
 --   KEYS[1]   the key's hash: algorithm, clock, limits ("count period burst s1 s2 s3" per
 --             limit of the last call, in order), log_period (sliding log: the longest
---             period a call named); KEYS[2..3] its sliding log, BASE:t and BASE:c
+--             period a call named); then its sliding log, BASE:t and BASE:c, for a sliding
+--             log; last its counters, BASE:n (granted, limited, waited_us). inspect and
+--             reset take KEYS[1] and BASE:n.
 --   ARGV[1]   decide | give_back | inspect | reset | pause | pause_of
 --   ARGV[2]   now in microseconds, for the conformance test only; empty: the server's TIME.
 --             With an explicit now nothing expires, so that a test's clock need not be real.
@@ -10,16 +12,17 @@
 --             remaining, reset_after, at, n, n x (remaining, reset_after, retry_after,
 --             marker), refusal, paused_until (0: no pause runs)} or {'conflict', stored
 --             algorithm}. A key made by another algorithm keeps its own unless the
---             algorithm was chosen (then 'conflict').
+--             algorithm was chosen (then 'conflict'). A decision adds itself to the counters.
 --   decide, give_back and inspect reply {'damaged'} for a key whose values this script did
 --   not write (another type, unreadable fields, values out of bounds), and {'clock'} when
 --   the clock is past the latest time the store counts
 --   give_back ARGV[3..] algorithm at cost n, n x (count period burst), n x marker -> {'ok'}
 --   inspect   ARGV[3] cost (empty: 1) -> {'none'} or {'ok', algorithm, clock, now, allowed,
 --             wait, binding, n, n x (count period burst s1 s2 s3 remaining reset_after
---             retry_after), log_period, paused_until}, as core::inspect for a try of that
---             cost; a key that holds only a pause has the algorithm '' and no limits
---   reset     -> 1 if the key existed, else 0
+--             retry_after), log_period, paused_until, granted, limited, waited_us}, as
+--             core::inspect for a try of that cost, and the counters; a key that holds only
+--             a pause has the algorithm '' and no limits
+--   reset     -> 1 if the key existed (its state or its counters), else 0
 --   pause     ARGV[3] duration -> {'ok', now, paused_until}; the key holds at least that
 --             pause (core::pause), created with it alone when missing. KEYS as for a
 --             sliding log: whatever expires before the pause ends is kept until then.
@@ -35,7 +38,7 @@ local function decide()
   local chosen = ARGV[7] == '1'
   local limits = read_limits(8)
   local state, problem = load()
-  if problem or not logs_intact() then
+  if problem or not logs_intact() or not counters_intact() then
     return damaged()
   end
   if state and state.algorithm and
@@ -165,6 +168,7 @@ local function decide()
   if allowed or (state and not holds_limits(state, limits)) then
     save_all(algorithm, clock, limits, states, log_period, log, paused_until)
   end
+  count(allowed, wait)
   local reply = {'ok', algorithm, allowed and 1 or 0, clock, wait, binding - 1, remaining,
                  reset_after, at, #limits}
   for i = 1, #limits do
@@ -214,7 +218,7 @@ end
 
 local function inspect()
   local state, problem = load()
-  if problem or (state and not logs_intact()) then
+  if problem or (state and not logs_intact()) or not counters_intact() then
     return damaged()
   end
   if not state then
@@ -253,6 +257,9 @@ local function inspect()
   end
   reply[#reply + 1] = state.log_period
   reply[#reply + 1] = state.paused_until
+  for _, value in ipairs({read_counters()}) do
+    reply[#reply + 1] = value
+  end
   return reply
 end
 
@@ -294,7 +301,7 @@ end
 -- Whatever the key holds, a damaged value included, and the logs of earlier versions.
 local function reset()
   local state = load()
-  local keys = {base, log_keys(base)}
+  local keys = {base, counters_key, log_keys(base)}
   for _, stored in ipairs(state and state.limits or {}) do
     local by_time, by_cost = legacy_log_keys(base, stored.limit.period)
     keys[#keys + 1] = by_time

@@ -1,0 +1,94 @@
+#include "util/atomic_file.hpp"
+
+#include <cerrno>
+#include <doctest/doctest.h>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <sys/stat.h>
+
+using namespace ratelimit;
+
+namespace {
+
+struct TemporaryDirectory {
+  std::filesystem::path path;
+  TemporaryDirectory() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "ratelimit-test-XXXXXX");
+    REQUIRE(mkdtemp(pattern.data()) != nullptr);
+    path = pattern;
+  }
+  ~TemporaryDirectory() { std::filesystem::remove_all(path); }
+};
+
+std::string contents(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+struct stat info_of(const std::filesystem::path& file) {
+  struct stat info {};
+  REQUIRE(::stat(file.c_str(), &info) == 0);
+  return info;
+}
+
+// Sets the umask for the life of the object.
+struct Umask {
+  mode_t saved;
+  explicit Umask(mode_t mask) : saved(::umask(mask)) {}
+  ~Umask() { ::umask(saved); }
+};
+
+} // namespace
+
+TEST_CASE("util::replace_file writes a new file with mode 0644 less the umask") {
+  TemporaryDirectory directory;
+  std::filesystem::path file = directory.path / "metrics.prom";
+  {
+    Umask mask(022);
+    CHECK(util::replace_file(file, "one\n") == 0);
+  }
+  CHECK(contents(file) == "one\n");
+  CHECK((info_of(file).st_mode & 07777) == 0644);
+  std::filesystem::remove(file);
+  {
+    Umask mask(077);
+    CHECK(util::replace_file(file, "two\n") == 0);
+  }
+  CHECK((info_of(file).st_mode & 07777) == 0600);
+}
+
+TEST_CASE("util::replace_file replaces the file by a rename, leaving nothing beside it") {
+  TemporaryDirectory directory;
+  std::filesystem::path file = directory.path / "metrics.prom";
+  REQUIRE(util::replace_file(file, "old\n") == 0);
+  ino_t before = info_of(file).st_ino;
+  // A reader holding the old file keeps reading the old contents, whole.
+  std::ifstream reader(file);
+  REQUIRE(util::replace_file(file, "new, longer\n") == 0);
+  CHECK(info_of(file).st_ino != before);
+  CHECK(contents(file) == "new, longer\n");
+  std::string old;
+  std::getline(reader, old);
+  CHECK(old == "old");
+  int entries = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(directory.path)) {
+    ++entries;
+  }
+  CHECK(entries == 1);
+}
+
+TEST_CASE("util::replace_file fails with the errno of the step that failed") {
+  TemporaryDirectory directory;
+  CHECK(util::replace_file(directory.path / "missing" / "metrics.prom", "x") == ENOENT);
+  // A directory in the way: the temporary file is written, the rename fails and it goes.
+  std::filesystem::create_directory(directory.path / "taken");
+  CHECK(util::replace_file(directory.path / "taken", "x") == EISDIR);
+  int entries = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(directory.path)) {
+    ++entries;
+  }
+  CHECK(entries == 1);
+}
