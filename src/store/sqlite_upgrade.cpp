@@ -30,14 +30,14 @@ const char* const k_counters_schema = R"sql(
 -- By name, not by the id of the key's row: the counters outlive the state, which garbage
 -- collection forgets once it is a fresh key's. `touched_at` is when a decision last counted
 -- here, rounded up (see SqliteStore); counters untouched for k_counter_retention go.
-CREATE TABLE counters (
+CREATE TABLE IF NOT EXISTS counters (
   name BLOB PRIMARY KEY,
   granted INTEGER NOT NULL DEFAULT 0,
   limited INTEGER NOT NULL DEFAULT 0,
   waited_us INTEGER NOT NULL DEFAULT 0,
   touched_at INTEGER NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
-CREATE INDEX counters_by_touched_at ON counters (touched_at);
+CREATE INDEX IF NOT EXISTS counters_by_touched_at ON counters (touched_at);
 )sql";
 
 void upgrade_from_version_1(sqlite3* db) {
@@ -98,7 +98,14 @@ void upgrade_from_version_1(sqlite3* db) {
 }
 
 void upgrade_from_version_2(sqlite3* db) {
-  execute(db, "ALTER TABLE keys ADD COLUMN paused_until INTEGER NOT NULL DEFAULT 0;");
+  // Each part of version 3 only where it is missing, so that the step can be retried.
+  Statement paused(db, "SELECT count(*) FROM pragma_table_info('keys') "
+                       "WHERE name = 'paused_until'");
+  bool has_pauses = paused.step() && paused.column_int(0) > 0;
+  paused.reset();
+  if (!has_pauses) {
+    execute(db, "ALTER TABLE keys ADD COLUMN paused_until INTEGER NOT NULL DEFAULT 0;");
+  }
   execute(db, k_counters_schema);
   execute(db, "PRAGMA user_version = 3;");
 }
