@@ -29,6 +29,8 @@ public:
   std::size_t reset(std::span<const std::string> keys, bool all) override;
   std::vector<std::string> collect_garbage() override;
   core::Nanos now() override;
+  std::unique_ptr<RunSlots> run_slots(core::Nanos lease) override;
+  std::vector<RunEntry> run_entries(std::span<const std::string> keys) override;
 
 private:
   // Every key name under the prefix, by SCAN.

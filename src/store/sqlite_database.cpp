@@ -1,6 +1,7 @@
 #include "store/sqlite_database.hpp"
 
 #include "store/sqlite_error.hpp"
+#include "store/sqlite_runs_schema.hpp"
 #include "store/sqlite_upgrade.hpp"
 #include "store/store.hpp"
 #include "util/errno_text.hpp"
@@ -21,7 +22,7 @@ namespace {
 
 constexpr const char* k_schema = R"sql(
 PRAGMA application_id = 1380732244;
-PRAGMA user_version = 2;
+PRAGMA user_version = 3;
 PRAGMA journal_mode = WAL;
 CREATE TABLE keys (
   id INTEGER PRIMARY KEY,
@@ -148,6 +149,11 @@ void SqliteDatabase::upgrade() {
     sqlite3_finalize(statement);
     if (version == 1) {
       upgrade_from_version_1(m_db);
+      version = 2;
+    }
+    // Version 3: the run slots.
+    if (version == 2) {
+      upgrade_from_version_2_runs(m_db);
     }
     execute("COMMIT");
   } catch (...) {
@@ -199,6 +205,9 @@ void SqliteDatabase::create() {
       sqlite3_open_v2(scratch.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc == SQLITE_OK) {
     rc = sqlite3_exec(db, k_schema, nullptr, nullptr, nullptr);
+  }
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_exec(db, k_runs_schema, nullptr, nullptr, nullptr);
   }
   std::string message = rc == SQLITE_OK ? "" : sqlite_failure_reason(db, rc, m_path);
   sqlite3_close_v2(db);
