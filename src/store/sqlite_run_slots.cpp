@@ -77,17 +77,21 @@ core::Nanos SqliteRunSlots::now() {
   return time;
 }
 
-void SqliteRunSlots::insert(core::Nanos time) {
-  Statement(m_database.handle(), "INSERT INTO runs (key, cost, hold, pid, host, token, joined) "
-                                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")
-      .bind_blob(1, m_key)
+void SqliteRunSlots::insert(core::Nanos time, std::optional<core::Nanos> started) {
+  Statement statement(m_database.handle(),
+                      "INSERT INTO runs (key, cost, hold, pid, host, token, joined, started) "
+                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
+  statement.bind_blob(1, m_key)
       .bind(2, m_cost)
       .bind(3, m_hold)
       .bind(4, ::getpid())
       .bind_text(5, host_name())
       .bind_text(6, m_file->name())
-      .bind(7, time)
-      .run();
+      .bind(7, time);
+  if (started) {
+    statement.bind(8, *started);
+  }
+  statement.run();
   m_id = sqlite3_last_insert_rowid(m_database.handle());
 }
 
@@ -103,10 +107,8 @@ StartAnswer SqliteRunSlots::join(std::string_view key, std::int64_t cost, core::
   } catch (const std::runtime_error& error) {
     throw StoreError(fmt::format("database \"{}\": {}", m_database.path(), error.what()));
   }
-  StartAnswer answer = transaction([&] {
-    insert(now());
-    return attempt(caps);
-  });
+  m_id = 0;
+  StartAnswer answer = transaction([&] { return attempt(caps); });
   wake_behind();
   return answer;
 }
@@ -159,10 +161,12 @@ StartAnswer SqliteRunSlots::attempt(std::span<const core::RunCap> caps) {
                       optional_column(select, 5)});
     }
   }
-  if (std::none_of(rows.begin(), rows.end(), [&](const Row& row) { return row.id == m_id; })) {
-    // Forgotten by `reset` while it waited: it comes again, last.
-    insert(answer.now);
-    rows.push_back({m_id, m_cost, m_hold, m_file->name(), std::nullopt, std::nullopt});
+  // Joining, or forgotten by `reset` while it waited: it comes (again), last, and its row is
+  // written once it is known whether it starts.
+  bool arriving = std::none_of(rows.begin(), rows.end(),
+                               [&](const Row& row) { return m_id != 0 && row.id == m_id; });
+  if (arriving) {
+    m_id = std::numeric_limits<std::int64_t>::max();
   }
   std::vector<core::RunHolder> holders;
   std::vector<const Row*> running;
@@ -195,6 +199,9 @@ StartAnswer SqliteRunSlots::attempt(std::span<const core::RunCap> caps) {
     }
   }
   if (answer.behind) {
+    if (arriving) {
+      insert(answer.now, std::nullopt);
+    }
     return answer;
   }
   answer.admission = core::admit_run(holders, caps, m_cost, answer.now);
@@ -223,13 +230,19 @@ StartAnswer SqliteRunSlots::attempt(std::span<const core::RunCap> caps) {
       answer.admission = core::admit_run(holders, caps, m_cost, answer.now);
     }
   }
-  if (answer.admission.admission == core::Admission::now) {
+  answer.started = answer.admission.admission == core::Admission::now;
+  m_started = answer.started;
+  std::optional<core::Nanos> started;
+  if (answer.started) {
+    started = answer.now;
+  }
+  if (arriving) {
+    insert(answer.now, started);
+  } else if (answer.started) {
     Statement(m_database.handle(), "UPDATE runs SET started = ?2 WHERE id = ?1")
         .bind(1, m_id)
         .bind(2, answer.now)
         .run();
-    answer.started = true;
-    m_started = true;
   }
   return answer;
 }
@@ -270,6 +283,14 @@ void SqliteRunSlots::leave() {
 }
 
 void SqliteRunSlots::finish() {
+  if (m_hold == 0 && m_started) {
+    // A command that exits with nothing to hold is a holder whose liveness file is gone: the
+    // first look that needs its slot finds it so and forgets its row, in the transaction it
+    // makes anyway. Dead rows count as running until then, so there are never more than the
+    // cap's count of them. No transaction here.
+    m_file.reset();
+    return;
+  }
   transaction([&] {
     if (m_hold == 0) {
       Statement(m_database.handle(), "DELETE FROM runs WHERE id = ?1").bind(1, m_id).run();
@@ -284,6 +305,41 @@ void SqliteRunSlots::finish() {
   });
   // Removed and closed after the commit: whoever it wakes sees the slot free.
   m_file.reset();
+}
+
+void SqliteRunSlots::collect(SqliteDatabase& database, core::Nanos now) {
+  Statement(database.handle(), "DELETE FROM runs WHERE ended IS NOT NULL AND ended <= ?1 - hold")
+      .bind(1, now)
+      .run();
+  std::string directory = directory_of(database);
+  struct Dead {
+    std::int64_t id;
+    bool holds;
+    std::string token;
+  };
+  std::vector<Dead> dead;
+  {
+    Statement select(database.handle(),
+                     "SELECT id, started IS NOT NULL AND hold > 0, token FROM runs "
+                     "WHERE ended IS NULL");
+    while (select.step()) {
+      std::string token(select.column_blob(2));
+      if (!util::owner_alive(directory + "/" + token)) {
+        dead.push_back({select.column_int(0), select.column_int(1) != 0, std::move(token)});
+      }
+    }
+  }
+  for (const Dead& row : dead) {
+    if (row.holds) {
+      Statement(database.handle(), "UPDATE runs SET ended = ?2 WHERE id = ?1")
+          .bind(1, row.id)
+          .bind(2, now)
+          .run();
+    } else {
+      Statement(database.handle(), "DELETE FROM runs WHERE id = ?1").bind(1, row.id).run();
+    }
+    util::remove_file(directory + "/" + row.token);
+  }
 }
 
 std::vector<RunEntry> SqliteRunSlots::entries(SqliteDatabase& database,

@@ -37,6 +37,11 @@ public:
   // left out, not removed.
   static std::vector<RunEntry> entries(SqliteDatabase& database, std::span<const std::string> keys);
 
+  // Forgets, inside the caller's transaction, the commands that hold nothing at `now` under
+  // the caps they ran with: ended a hold ago, or dead (a dead holder with a hold counts as
+  // ended now).
+  static void collect(SqliteDatabase& database, core::Nanos now);
+
   // The directory of the liveness files of `database`.
   static std::string directory_of(const SqliteDatabase& database);
 
@@ -52,7 +57,8 @@ private:
 
   template <typename Body>
   auto transaction(Body&& body);
-  void insert(core::Nanos now);
+  // Writes this command's row, waiting or `started`.
+  void insert(core::Nanos now, std::optional<core::Nanos> started);
   StartAnswer attempt(std::span<const core::RunCap> caps);
   // Forgets a dead command: a waiter's row, or a holder's as ended at `now`.
   void bury(const Row& row, core::Nanos now);

@@ -364,11 +364,7 @@ std::vector<RunEntry> SqliteStore::run_entries(std::span<const std::string> keys
 std::vector<std::string> SqliteStore::collect_garbage() {
   return transaction([&] {
     core::Nanos time = now();
-    // Commands that ended long enough ago to hold nothing under the caps they ran with.
-    Statement(m_database.handle(),
-              "DELETE FROM runs WHERE ended IS NOT NULL AND ended <= ?1 - hold")
-        .bind(1, time)
-        .run();
+    SqliteRunSlots::collect(m_database, time);
     Statement all(m_database.handle(),
                   fmt::format("SELECT {}, name FROM keys ORDER BY name", k_state_columns));
     std::vector<std::pair<std::int64_t, std::string>> fresh;

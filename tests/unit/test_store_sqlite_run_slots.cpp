@@ -129,3 +129,32 @@ TEST_CASE("store::SqliteStore::reset frees a key's run slots") {
   CHECK(b->try_start(caps).started);
   a->finish();
 }
+
+TEST_CASE("store::SqliteStore::collect_garbage forgets the commands that hold nothing") {
+  ScratchStore db;
+  auto rows = [&] {
+    sqlite3* handle = nullptr;
+    REQUIRE(sqlite3_open((db.directory() + "/test.db").c_str(), &handle) == SQLITE_OK);
+    sqlite3_stmt* count = nullptr;
+    sqlite3_prepare_v2(handle, "SELECT count(*) FROM runs", -1, &count, nullptr);
+    sqlite3_step(count);
+    int result = sqlite3_column_int(count, 0);
+    sqlite3_finalize(count);
+    sqlite3_close(handle);
+    return result;
+  };
+  std::vector<core::RunCap> concurrency{{2, 0}};
+  std::vector<core::RunCap> rate{{2, 1 * k_s}};
+  auto a = db->run_slots(0);
+  auto b = db->run_slots(0);
+  CHECK(a->join("j", 1, 0, concurrency).started);
+  CHECK(b->join("u", 1, 1 * k_s, rate).started);
+  a->finish(); // no transaction: its row stays until someone looks
+  b->finish();
+  CHECK(rows() == 2);
+  db->collect_garbage();
+  CHECK(rows() == 1); // b holds its slot for a second after its exit
+  db.now += 1 * k_s;
+  db->collect_garbage();
+  CHECK(rows() == 0);
+}
