@@ -34,7 +34,8 @@ Acquired acquire(store::Store& store, util::InterruptSignals& signals, const Glo
   std::optional<core::Nanos> no_wait =
       asking == Asking::now ? std::nullopt : std::optional<core::Nanos>(0);
   Acquired acquired;
-  acquired.decision = store.decide(request.key, request.algorithm, request.limits, ask);
+  acquired.decision =
+      store.decide(request.key, request.algorithm, request.algorithm_chosen, request.limits, ask);
   if (!acquired.decision.allowed) {
     report(global, request, acquired.decision, no_wait, max_wait);
     return acquired;
@@ -45,7 +46,8 @@ Acquired acquire(store::Store& store, util::InterruptSignals& signals, const Glo
   acquired.waited = util::monotonic_nanos() - started;
   if (acquired.signal != 0) {
     try {
-      store.give_back(request.key, request.algorithm, request.limits, acquired.decision.grant);
+      store.give_back(request.key, acquired.decision.algorithm, request.limits,
+                      acquired.decision.grant);
     } catch (const store::StoreError& error) {
       // The slot stays taken: conservative, it never over-admits.
       if (!fail_open(global, error)) {

@@ -169,7 +169,10 @@ public:
     }
     // The limit as a whole, as its options would be checked: a burst for a window algorithm,
     // a cost that could never be granted.
-    auto algorithm = core::parse_algorithm(limit.algorithm.value_or("token-bucket"));
+    auto algorithm =
+        limit.algorithm
+            ? core::parse_algorithm(*limit.algorithm)
+            : core::Result<core::Algorithm>(core::default_algorithm(!limit.bursts.empty()));
     std::vector<core::Limit> limits;
     for (std::size_t i = 0; i < limit.rates.size(); ++i) {
       core::Rate rate = *core::parse_rate(limit.rates[i]);

@@ -26,8 +26,9 @@ void add_limit_options(CLI::App& command, LimitOptions& options, bool key_requir
       ->allow_extra_args(false);
   command
       .add_option("-a,--algorithm", options.algorithm,
-                  "token-bucket (default), leaky-bucket, fixed-window, sliding-window, "
-                  "sliding-log")
+                  "sliding-log (default: exact, never more than N in any PERIOD), "
+                  "token-bucket (default with -b), leaky-bucket, fixed-window, "
+                  "sliding-window; an existing key keeps its own unless -a or -b is given")
       ->option_text("NAME");
   command
       .add_option("-b,--burst", options.bursts,
@@ -90,7 +91,7 @@ std::optional<std::string> apply_named_limit(LimitOptions& options, const Global
   }
   // The file's burst goes with the file's algorithm: an -a that takes no burst (a window)
   // drops it rather than failing on a --burst nobody gave.
-  auto algorithm = core::parse_algorithm(options.algorithm.value_or("token-bucket"));
+  auto algorithm = core::parse_algorithm(options.algorithm.value_or("sliding-log"));
   bool takes_burst = !algorithm_given || (algorithm && core::takes_burst(*algorithm));
   if (options.bursts.empty() && takes_burst) {
     options.bursts = limit.bursts;
@@ -107,11 +108,16 @@ LimitedRequest resolve(const LimitOptions& options, bool key_required) {
   if (key_required || !request.key.empty()) {
     check_key(request.key);
   }
-  auto algorithm = core::parse_algorithm(options.algorithm.value_or("token-bucket"));
-  if (!algorithm) {
-    throw UsageError(algorithm.error());
+  request.algorithm_chosen = options.algorithm || !options.bursts.empty();
+  if (options.algorithm) {
+    auto algorithm = core::parse_algorithm(*options.algorithm);
+    if (!algorithm) {
+      throw UsageError(algorithm.error());
+    }
+    request.algorithm = *algorithm;
+  } else {
+    request.algorithm = core::default_algorithm(!options.bursts.empty());
   }
-  request.algorithm = *algorithm;
   request.cost = parse_positive("cost", options.cost.value_or("1"));
   if (!options.bursts.empty() && options.bursts.size() != 1 &&
       options.bursts.size() != options.rates.size()) {
@@ -130,11 +136,24 @@ LimitedRequest resolve(const LimitOptions& options, bool key_required) {
     }
     request.limits.push_back(limit);
   }
-  if (auto problem = core::check_limits(request.algorithm, request.limits, request.cost,
-                                        !options.bursts.empty())) {
+  check_limit_options(request.algorithm, request.limits, request.cost, !options.bursts.empty());
+  return request;
+}
+
+void check_limit_options(core::Algorithm algorithm, std::span<const core::Limit> limits,
+                         std::int64_t cost, bool burst_given) {
+  // The two problems that are the options', in their words; the core's check says the rest.
+  if (limits.empty()) {
+    throw UsageError("no rate given; expected -r N/PERIOD, e.g. -r 10/s");
+  }
+  if (burst_given && !core::takes_burst(algorithm)) {
+    throw UsageError(fmt::format("--burst does not apply to {}; it sets the capacity of "
+                                 "token-bucket and the queue depth of leaky-bucket",
+                                 core::algorithm_name(algorithm)));
+  }
+  if (auto problem = core::check_limits(algorithm, limits, cost, burst_given)) {
     throw UsageError(*problem);
   }
-  return request;
 }
 
 } // namespace ratelimit::cli

@@ -15,7 +15,7 @@ inline constexpr std::size_t k_max_key_bytes = 1024;
 struct LimitOptions {
   std::string key;
   std::vector<std::string> rates;
-  std::optional<std::string> algorithm; // default token-bucket
+  std::optional<std::string> algorithm; // default: core::default_algorithm
   std::vector<std::string> bursts;
   std::optional<std::string> cost; // default 1
 };
@@ -23,7 +23,10 @@ struct LimitOptions {
 // The same, checked and parsed.
 struct LimitedRequest {
   std::string key;
-  core::Algorithm algorithm = core::Algorithm::token_bucket;
+  core::Algorithm algorithm = core::Algorithm::sliding_log;
+  // Whether the call chose `algorithm` (-a, or -b for the token bucket) rather than take
+  // the default: an existing key keeps its own algorithm unless one is chosen.
+  bool algorithm_chosen = false;
   std::vector<core::Limit> limits;
   std::int64_t cost = 1;
 };
@@ -42,6 +45,11 @@ std::optional<std::string> apply_named_limit(LimitOptions& options, const Global
 // Parses and checks `options`; throws UsageError naming the bad value and the accepted form.
 // Without `key_required`, an empty key is allowed (the key is optional).
 LimitedRequest resolve(const LimitOptions& options, bool key_required = true);
+
+// core::check_limits for limits given as options: throws UsageError, naming -r and --burst
+// where they are the problem.
+void check_limit_options(core::Algorithm algorithm, std::span<const core::Limit> limits,
+                         std::int64_t cost, bool burst_given);
 
 // Checks a key typed by the user: not empty, at most 1024 bytes; throws UsageError.
 void check_key(std::string_view key);

@@ -311,6 +311,14 @@ private:
   std::uint64_t m_released = 0;
 };
 
+// Takes the algorithm of the stored key `request.key`, when there is one.
+void adopt_stored_algorithm(store::Store& store, LimitedRequest& request) {
+  std::vector<store::KeyStatus> stored = store.status(std::span(&request.key, 1));
+  if (!stored.empty() && stored.front().damage.empty()) {
+    request.algorithm = stored.front().state.algorithm;
+  }
+}
+
 int run_pipe(PipeOptions options, const GlobalOptions& global) {
   // An empty KEY typed out is a mistake, not a request for a limiter of our own.
   std::optional<std::string> named_timeout = apply_named_limit(options.limit, global);
@@ -332,6 +340,10 @@ int run_pipe(PipeOptions options, const GlobalOptions& global) {
     if (!fail_open(global, error)) {
       throw;
     }
+  }
+  if (store && !request.algorithm_chosen) {
+    // The key's own algorithm paces the records (how they batch), as it decides them.
+    adopt_stored_algorithm(*store, request);
   }
   FailOpenGate gate(store.get(), request, global);
   return Pipe(gate, request, global, delimiter, timeout).run();

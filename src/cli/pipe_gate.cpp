@@ -20,14 +20,17 @@ void LocalGate::give_back(const core::Grant& grant) {
 }
 
 StoreGate::StoreGate(store::Store& store, const LimitedRequest& request)
-    : m_store(store), m_request(request) {}
+    : m_store(store), m_request(request), m_algorithm(request.algorithm) {}
 
 core::Decision StoreGate::decide(core::Request request) {
-  return m_store.decide(m_request.key, m_request.algorithm, m_request.limits, request);
+  core::Decision decision = m_store.decide(m_request.key, m_request.algorithm,
+                                           m_request.algorithm_chosen, m_request.limits, request);
+  m_algorithm = decision.algorithm;
+  return decision;
 }
 
 void StoreGate::give_back(const core::Grant& grant) {
-  m_store.give_back(m_request.key, m_request.algorithm, m_request.limits, grant);
+  m_store.give_back(m_request.key, m_algorithm, m_request.limits, grant);
 }
 
 FailOpenGate::FailOpenGate(store::Store* store, const LimitedRequest& request,
@@ -80,7 +83,7 @@ void FailOpenGate::give_back(const core::Grant& grant) {
 }
 
 bool instant_grants_combine(core::Algorithm algorithm) {
-  return algorithm != core::Algorithm::leaky_bucket;
+  return core::info(algorithm).instant_grants_combine;
 }
 
 } // namespace ratelimit::cli

@@ -56,6 +56,8 @@ public:
 private:
   store::Store& m_store;
   const LimitedRequest& m_request;
+  // The algorithm of the key at the last decision, which its grants go back to.
+  core::Algorithm m_algorithm;
 };
 
 // The key `request.key` of `store` while the store works. After a store error under

@@ -68,7 +68,7 @@ std::string refusal_message(const LimitedRequest& request, const core::Decision&
                             core::Nanos max_wait) {
   std::string limited =
       fmt::format("{} limited {}", util::printable_key(request.key),
-                  describe_limit(request.algorithm, request.limits[decision.binding]));
+                  describe_limit(decision.algorithm, request.limits[decision.binding]));
   std::string wait = core::format_duration(decision.wait);
   switch (decision.refusal) {
   case core::Refusal::full:
@@ -102,10 +102,10 @@ void report(const GlobalOptions& global, const LimitedRequest& request,
   util::JsonObject object;
   object.field("key", request.key)
       .field("allowed", decision.allowed)
-      .field("algorithm", core::algorithm_name(request.algorithm))
+      .field("algorithm", core::algorithm_name(decision.algorithm))
       .field("limit", binding.rate.count)
       .raw_field("period_ms", json_millis(binding.rate.period));
-  if (core::takes_burst(request.algorithm)) {
+  if (core::takes_burst(decision.algorithm)) {
     object.field("burst", binding.burst);
   }
   object.field("cost", request.cost)
@@ -117,7 +117,7 @@ void report(const GlobalOptions& global, const LimitedRequest& request,
     object.field("waited_ms", (*waited + core::k_nanos_per_milli / 2) / core::k_nanos_per_milli);
   }
   if (request.limits.size() > 1) {
-    object.raw_field("limits", limits_json(request.algorithm, request.limits, decision));
+    object.raw_field("limits", limits_json(decision.algorithm, request.limits, decision));
   }
   util::write_stdout(object.str() + "\n");
   util::flush_stdout();

@@ -182,9 +182,7 @@ void check_simulation(const std::vector<core::Algorithm>& algorithms, const sim:
   for (core::Algorithm algorithm : algorithms) {
     // With several algorithms, --burst is for the buckets and the windows go without it.
     bool burst_applies = burst_given && (algorithms.size() == 1 || core::takes_burst(algorithm));
-    if (auto problem = core::check_limits(algorithm, settings.limits, 1, burst_applies)) {
-      throw UsageError(*problem);
-    }
+    check_limit_options(algorithm, settings.limits, 1, burst_applies);
     if (!trace) {
       continue;
     }
@@ -234,6 +232,9 @@ void run_simulate(const SimulateOptions& options, const Given& given, const Glob
   report.arrivals = arrivals;
   report.settings = &settings;
   report.comparison = &comparison;
+  if (options.algorithm == "all") {
+    report.default_algorithm = core::default_algorithm(!options.bursts.empty());
+  }
   print_simulation(format, report);
 }
 

@@ -143,6 +143,12 @@ void print_table(Output& out, const SimulationReport& report) {
   for (std::size_t i = 0; i < rows.size(); ++i) {
     print_row(rows[i], sim::sparkline(comparison.runs[i].admissions, max));
   }
+  if (report.default_algorithm) {
+    out.print("default without -a: {}{}\n", core::algorithm_name(*report.default_algorithm),
+              *report.default_algorithm == core::Algorithm::sliding_log
+                  ? " (exact: never more than N in any period)"
+                  : " (-b given)");
+  }
   out.print("recommendation: {}: {}\n", core::algorithm_name(comparison.recommendation.algorithm),
             comparison.recommendation.reason);
 }
@@ -210,6 +216,7 @@ void print_json(Output& out, const SimulationReport& report) {
         .raw_field("mean_wait_ms", json_millis(run.mean_wait))
         .field("state_bytes", run.state_bytes)
         .field("recommended", run.algorithm == comparison.recommendation.algorithm)
+        .field("default", run.algorithm == report.default_algorithm)
         .raw_field("bucket_ms", json_millis(comparison.bucket_width))
         .raw_field("admissions", admissions)
         .field("sparkline", sim::sparkline(run.admissions, max));

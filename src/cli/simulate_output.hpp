@@ -2,6 +2,7 @@
 
 #include "sim/simulate.hpp"
 
+#include <optional>
 #include <span>
 #include <string>
 
@@ -16,6 +17,8 @@ struct SimulationReport {
   core::Nanos span = 0;
   const sim::Settings* settings = nullptr;
   const sim::Comparison* comparison = nullptr;
+  // Without -a: the algorithm try, wait, run and pipe would use with the same options.
+  std::optional<core::Algorithm> default_algorithm;
 };
 
 enum class SimulateFormat { table, csv, json };

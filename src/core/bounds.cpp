@@ -33,15 +33,14 @@ bool within_bounds(const KeyState& state) {
   if (!is_time(state.clock)) {
     return false;
   }
-  // Slot 0 is a time for every algorithm; slots 1 and 2 are times or unused for the
-  // buckets, and counts for the windows and the log (costs granted, cumulative costs), but
-  // for the fixed window's slot 2, the time of its latest grant.
-  bool counts = !takes_burst(state.algorithm);
-  bool third_is_time = !counts || state.algorithm == Algorithm::fixed_window;
+  const std::array<SlotKind, 3>& kinds = info(state.algorithm).slots;
   return std::all_of(state.limits.begin(), state.limits.end(), [&](const LimitState& limit) {
-    return is_limit(state.algorithm, limit.limit) && is_time(limit.slots[0]) &&
-           (counts ? is_total(limit.slots[1]) : is_time(limit.slots[1])) &&
-           (third_is_time ? is_time(limit.slots[2]) : is_total(limit.slots[2]));
+    for (std::size_t i = 0; i < kinds.size(); ++i) {
+      if (kinds[i] == SlotKind::time ? !is_time(limit.slots[i]) : !is_total(limit.slots[i])) {
+        return false;
+      }
+    }
+    return is_limit(state.algorithm, limit.limit);
   });
 }
 

@@ -7,27 +7,7 @@
 
 namespace ratelimit::core {
 
-const Rules& token_bucket_rules();
-const Rules& leaky_bucket_rules();
-const Rules& fixed_window_rules();
-const Rules& sliding_window_rules();
-const Rules& sliding_log_rules();
-
-const Rules& rules_for(Algorithm algorithm) {
-  switch (algorithm) {
-  case Algorithm::token_bucket:
-    return token_bucket_rules();
-  case Algorithm::leaky_bucket:
-    return leaky_bucket_rules();
-  case Algorithm::fixed_window:
-    return fixed_window_rules();
-  case Algorithm::sliding_window:
-    return sliding_window_rules();
-  case Algorithm::sliding_log:
-    return sliding_log_rules();
-  }
-  return token_bucket_rules();
-}
+const Rules& rules_for(Algorithm algorithm) { return info(algorithm).rules(); }
 
 namespace {
 
@@ -104,6 +84,7 @@ Decision decide(KeyState& state, std::span<const Limit> limits, GrantLog& log,
                 const Request& request) {
   const Rules& rules = rules_for(state.algorithm);
   Decision decision;
+  decision.algorithm = state.algorithm;
   decision.now = std::max(request.now, state.clock);
   decision.limits.resize(limits.size());
   state.clock = decision.now;
@@ -205,6 +186,7 @@ void give_back(KeyState& state, std::span<const Limit> limits, GrantLog& log, Na
 Decision inspect(const KeyState& state, GrantLog& log, Nanos now, std::int64_t cost) {
   const Rules& rules = rules_for(state.algorithm);
   Decision decision;
+  decision.algorithm = state.algorithm;
   decision.now = std::max(now, state.clock);
   decision.limits.resize(state.limits.size());
   Nanos at = decision.now;

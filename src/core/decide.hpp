@@ -46,6 +46,8 @@ enum class Refusal {
 
 struct Decision {
   bool allowed = false;
+  // The algorithm that decided: the key's.
+  Algorithm algorithm = Algorithm::sliding_log;
   Refusal refusal = Refusal::none;
   // The key's clock at the decision; differs from the request's `now` only when the system
   // clock stepped back.

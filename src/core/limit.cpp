@@ -7,10 +7,10 @@ namespace ratelimit::core {
 std::optional<std::string> check_limits(Algorithm algorithm, std::span<const Limit> limits,
                                         std::int64_t cost, bool burst_given) {
   if (limits.empty()) {
-    return "no rate given; expected -r N/PERIOD, e.g. -r 10/s";
+    return "no rate given; expected a rate N/PERIOD, e.g. 10/s";
   }
   if (burst_given && !takes_burst(algorithm)) {
-    return fmt::format("--burst does not apply to {}; it sets the capacity of token-bucket "
+    return fmt::format("a burst does not apply to {}; it sets the capacity of token-bucket "
                        "and the queue depth of leaky-bucket",
                        algorithm_name(algorithm));
   }

@@ -26,7 +26,7 @@ struct Limit {
   // The most cost one request may take: a token bucket's capacity; for the others N, the
   // most any PERIOD may hold (a leaky bucket's queue depth bounds waiting, not cost).
   std::int64_t max_cost(Algorithm algorithm) const {
-    return algorithm == Algorithm::token_bucket ? burst : rate.count;
+    return info(algorithm).cost_up_to_burst ? burst : rate.count;
   }
 
   friend bool operator==(const Limit&, const Limit&) = default;

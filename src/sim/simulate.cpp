@@ -17,23 +17,9 @@ using core::Nanos;
 // A sliding-log entry: the grant's time and the cumulative cost through it.
 constexpr std::int64_t k_log_entry_bytes = 16;
 
-// The bytes of per-limit state each algorithm reads and writes (see core/*.cpp): the token
-// bucket's theoretical arrival time; the leaky bucket's next free output time; the fixed
-// window's start and count; the sliding window's start and two counts; the sliding log's
-// last time, total and forgotten cost (its entries are counted apart).
-std::int64_t fixed_state_bytes(Algorithm algorithm) {
-  switch (algorithm) {
-  case Algorithm::token_bucket:
-  case Algorithm::leaky_bucket:
-    return 8;
-  case Algorithm::fixed_window:
-    return 16;
-  case Algorithm::sliding_window:
-  case Algorithm::sliding_log:
-    return 24;
-  }
-  return 0;
-}
+// The bytes of per-limit state each algorithm reads and writes (see core/*.cpp), a sliding
+// log's entries apart.
+std::int64_t fixed_state_bytes(Algorithm algorithm) { return core::info(algorithm).state_bytes; }
 
 // The most cost granted in any half-open interval of `period`. Grants of one key are made in
 // time order (core/rules.hpp), so this walks them in place; a sorted copy is only a safeguard.

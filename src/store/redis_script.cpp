@@ -73,10 +73,10 @@ RedisScript::RedisScript(RedisConnection& connection, std::string prefix)
 
 std::vector<std::string> RedisScript::keys_of(std::string_view key, core::Algorithm algorithm,
                                               std::span<const core::Limit>) const {
-  return redis_keys_of(m_prefix, key, algorithm == core::Algorithm::sliding_log);
+  return redis_keys_of(m_prefix, key, core::info(algorithm).keeps_log);
 }
 
-core::Decision RedisScript::decide(std::string_view key, core::Algorithm algorithm,
+core::Decision RedisScript::decide(std::string_view key, core::Algorithm algorithm, bool chosen,
                                    std::span<const core::Limit> limits,
                                    const core::Request& request, bool explicit_now) {
   std::vector<std::string> arguments{"decide",
@@ -86,7 +86,8 @@ core::Decision RedisScript::decide(std::string_view key, core::Algorithm algorit
                                      request.reserve ? "1" : "0",
                                      request.max_wait == std::numeric_limits<core::Nanos>::max()
                                          ? "-1"
-                                         : std::to_string(request.max_wait)};
+                                         : std::to_string(request.max_wait),
+                                     chosen ? "1" : "0"};
   add_limits(arguments, limits);
   RedisReply reply = m_connection.run_script(keys_of(key, algorithm, limits), arguments);
   std::string status = status_of(reply);
@@ -102,6 +103,11 @@ core::Decision RedisScript::decide(std::string_view key, core::Algorithm algorit
     throw KeyConflict(key_conflict_message(key, stored ? *stored : algorithm, algorithm));
   }
   core::Decision decision;
+  auto decided_by = core::parse_algorithm(read.text());
+  if (!decided_by || (chosen && *decided_by != algorithm)) {
+    throw StoreError("redis: unexpected reply from the ratelimit script");
+  }
+  decision.algorithm = *decided_by;
   decision.allowed = read.integer() != 0;
   decision.now = read.integer();
   decision.wait = read.integer();
@@ -207,7 +213,7 @@ std::optional<KeyStatus> RedisScript::inspect(std::string_view key,
     standing.remaining = std::min(standing.remaining, report.remaining);
   }
   status.state.log_period = read.integer();
-  if (status.state.algorithm == core::Algorithm::sliding_log) {
+  if (core::info(status.state.algorithm).keeps_log) {
     // Not fresh while the log holds grants that its longest period would count (as
     // core::inspect).
     standing.reset_after =

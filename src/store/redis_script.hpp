@@ -16,9 +16,10 @@ class RedisScript {
 public:
   RedisScript(RedisConnection& connection, std::string prefix);
 
-  // As core::decide for `key` (created with `algorithm`; KeyConflict when another made it).
+  // As core::decide for `key`, created with `algorithm`; a key made by another keeps its
+  // own unless `algorithm` was `chosen` (then KeyConflict), as Store::decide says.
   // `request.now` is used only when `explicit_now`.
-  core::Decision decide(std::string_view key, core::Algorithm algorithm,
+  core::Decision decide(std::string_view key, core::Algorithm algorithm, bool chosen,
                         std::span<const core::Limit> limits, const core::Request& request,
                         bool explicit_now = false);
 

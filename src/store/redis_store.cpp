@@ -54,14 +54,14 @@ RedisStore::RedisStore(const RedisLocation& location, std::string prefix, core::
     : m_connection(location, timeout), m_prefix(std::move(prefix)),
       m_script(m_connection, m_prefix) {}
 
-core::Decision RedisStore::decide(std::string_view key, core::Algorithm algorithm,
+core::Decision RedisStore::decide(std::string_view key, core::Algorithm algorithm, bool chosen,
                                   std::span<const core::Limit> limits, core::Request request) {
   std::vector<core::Limit> micros = limits_in_micros(limits, request.cost);
   if (request.max_wait != std::numeric_limits<core::Nanos>::max()) {
     // Waiting at most max_wait ns means at most floor(max_wait / 1000) whole microseconds.
     request.max_wait = request.max_wait / k_micro;
   }
-  core::Decision decision = m_script.decide(key, algorithm, micros, request);
+  core::Decision decision = m_script.decide(key, algorithm, chosen, micros, request);
   decision_to_nanos(decision);
   return decision;
 }
@@ -117,11 +117,13 @@ std::vector<KeyStatus> RedisStore::status(std::span<const std::string> keys) {
     // none of these products overflows.
     status->state.clock = to_nanos(status->state.clock);
     status->state.log_period = to_nanos(status->state.log_period);
+    const std::array<core::SlotKind, 3>& kinds = core::info(status->state.algorithm).slots;
     for (core::LimitState& limit : status->state.limits) {
       limit.limit.rate.period = to_nanos(limit.limit.rate.period);
-      limit.slots[0] = to_nanos(limit.slots[0]); // every algorithm's first slot is a time
-      if (status->state.algorithm == core::Algorithm::token_bucket) {
-        limit.slots[1] = to_nanos(limit.slots[1]); // and the token bucket's latest grant
+      for (std::size_t i = 0; i < kinds.size(); ++i) {
+        if (kinds[i] == core::SlotKind::time) {
+          limit.slots[i] = to_nanos(limit.slots[i]);
+        }
       }
     }
     decision_to_nanos(status->standing);

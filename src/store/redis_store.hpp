@@ -21,7 +21,7 @@ public:
   // StoreError.
   RedisStore(const RedisLocation& location, std::string prefix, core::Nanos timeout);
 
-  core::Decision decide(std::string_view key, core::Algorithm algorithm,
+  core::Decision decide(std::string_view key, core::Algorithm algorithm, bool chosen,
                         std::span<const core::Limit> limits, core::Request request) override;
   void give_back(std::string_view key, core::Algorithm algorithm,
                  std::span<const core::Limit> limits, const core::Grant& grant) override;

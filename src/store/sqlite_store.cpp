@@ -204,7 +204,7 @@ void SqliteStore::collect_some_garbage(core::Nanos now) {
   }
 }
 
-core::Decision SqliteStore::decide(std::string_view key, core::Algorithm algorithm,
+core::Decision SqliteStore::decide(std::string_view key, core::Algorithm algorithm, bool chosen,
                                    std::span<const core::Limit> limits, core::Request request) {
   return transaction([&] {
     std::optional<Row> existing = find(key);
@@ -215,14 +215,17 @@ core::Decision SqliteStore::decide(std::string_view key, core::Algorithm algorit
       // A fresh key belongs to no algorithm: forgetting it changes no decision, and Redis
       // lets it expire.
       SqliteGrantLog old_log(m_database.handle(), existing->id);
-      if (!core::is_fresh(existing->state, old_log, request.now)) {
+      if (core::is_fresh(existing->state, old_log, request.now)) {
+        erase(existing->id);
+        existing.reset();
+      } else if (chosen) {
         throw KeyConflict(key_conflict_message(key, existing->state.algorithm, algorithm));
+      } else {
+        algorithm = existing->state.algorithm;
       }
-      erase(existing->id);
-      existing.reset();
     }
     Row row = existing ? *existing : Row{0, {algorithm, 0, {}}};
-    if (!existing && algorithm == core::Algorithm::sliding_log) {
+    if (!existing && core::info(algorithm).keeps_log) {
       row = find_or_create(key, algorithm); // the log's entries need the key's id
     }
     SqliteGrantLog log(m_database.handle(), row.id);

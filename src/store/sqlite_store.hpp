@@ -33,7 +33,7 @@ public:
               Clock clock = util::realtime_nanos);
   ~SqliteStore() override;
 
-  core::Decision decide(std::string_view key, core::Algorithm algorithm,
+  core::Decision decide(std::string_view key, core::Algorithm algorithm, bool chosen,
                         std::span<const core::Limit> limits, core::Request request) override;
   void give_back(std::string_view key, core::Algorithm algorithm,
                  std::span<const core::Limit> limits, const core::Grant& grant) override;

@@ -8,8 +8,8 @@ namespace ratelimit::store {
 
 std::string key_conflict_message(std::string_view key, core::Algorithm stored,
                                  core::Algorithm requested) {
-  return fmt::format("key {} is limited by {}, not {}; use -a {}, or forget the key with "
-                     "`ratelimit reset {}`",
+  return fmt::format("key {} is limited by {}, not {}; use -a {} (or neither -a nor -b), or "
+                     "forget the key with `ratelimit reset {}`",
                      util::printable_key(key), core::algorithm_name(stored),
                      core::algorithm_name(requested), core::algorithm_name(stored),
                      util::shell_word_for_key(key));

@@ -54,9 +54,11 @@ public:
   virtual ~Store() = default;
 
   // Decides `request` for `key` under `limits` with the store's clock (`request.now` is
-  // ignored). A new key is created with `algorithm`; an existing key made by another
-  // algorithm throws KeyConflict.
-  virtual core::Decision decide(std::string_view key, core::Algorithm algorithm,
+  // ignored). A new key, or a fresh one, is created with `algorithm`. An existing key made
+  // by another algorithm keeps its own when `algorithm` is only the default (not
+  // `chosen`); when it was chosen, that throws KeyConflict. The decision names the
+  // algorithm that decided.
+  virtual core::Decision decide(std::string_view key, core::Algorithm algorithm, bool chosen,
                                 std::span<const core::Limit> limits, core::Request request) = 0;
 
   // Returns what `grant`, an earlier decision on `key`, reserved.

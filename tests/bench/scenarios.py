@@ -75,13 +75,16 @@ def redis_server():
 
 def sequential():
     db_tool, db_base, db_py = fresh_db("tool.db"), fresh_db("base.db"), fresh_db("py.db")
+    db_log = fresh_db("log.db")
     state = os.path.join(WORK, "bucket.state")
     contenders = {
         "empty C program (process start)": [os.path.join(WORK, "empty")],
         LOCALE_FLOOR: [os.path.join(WORK, "cxx_locale")],
         CLI11_FLOOR: [os.path.join(WORK, "cli11_floor"), "--db", db_tool, "try", "k", "-r", FAST],
         "C baseline: SQLite transaction, all tricks": [os.path.join(WORK, "baseline"), db_base, "k", "1000000", "1"],
-        "ratelimit try": [RATELIMIT, "--db", db_tool, "try", "k", "-r", FAST],
+        "ratelimit try": [RATELIMIT, "--db", db_tool, "try", "k", "-r", FAST, "-a", "token-bucket"],
+        # The default algorithm, exact: one log entry per grant besides the key's row.
+        "ratelimit try (sliding-log, the default)": [RATELIMIT, "--db", db_log, "try", "k", "-r", FAST],
         "bash + flock(1) token bucket": ["bash", os.path.join(HERE, "peer_flock_bucket.sh"), state, "1000000", "1"],
         "python3 sqlite3 script": ["/usr/bin/python3", os.path.join(HERE, "peer_python_sqlite.py"), db_py, "k", "1000000", "1"],
     }
@@ -121,7 +124,7 @@ def contended():
     db_tool, db_base = fresh_db("tool8.db"), fresh_db("base8.db")
     contenders = {
         "C baseline (flock first)": [os.path.join(WORK, "baseline"), db_base, "k", "1000000", "1"],
-        "ratelimit try": [RATELIMIT, "--db", db_tool, "try", "k", "-r", FAST],
+        "ratelimit try": [RATELIMIT, "--db", db_tool, "try", "k", "-r", FAST, "-a", "token-bucket"],
     }
     results = {name: [] for name in contenders}
     seconds = float(os.environ.get("BENCH_SECONDS", "3"))

@@ -190,6 +190,14 @@ expect_one_line() {
   fi
 }
 
+# The algorithms the binary knows, in its own order, as the refusal of an unknown one lists
+# them (from the one table in src/core/algorithm.cpp): suites that loop over the algorithms
+# cover a new one without being told.
+binary_algorithms() {
+  "$RATELIMIT" --db /nonexistent/x.db try k -r 1/s -a '?' 2>&1 |
+    sed -n 's/.*; expected one of //p' | tr -d ','
+}
+
 now_ms() { date +%s%3N; }
 
 # The wall clock in microseconds, from bash itself (no process): the binary reads the same

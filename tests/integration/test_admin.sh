@@ -29,22 +29,22 @@ test_status_does_not_consume() {
 
 test_status_shows_the_limits_in_force_not_those_no_longer_given() {
   # Slow rates, so that the key is not fresh (and gone from Redis) before status looks.
-  expect_status 0 rl try q -r 1/min
-  expect_status 0 rl try q -r 1000/h
+  expect_status 0 rl try q -r 1/min -a token-bucket
+  expect_status 0 rl try q -r 1000/h -a token-bucket
   expect_status 0 rl status q
   expect_contains "$OUT" "1000/h burst 1000"
   expect_true "1/min lingers: $OUT" test "${OUT#*1/min}" = "$OUT"
   # A denied call with other limits replaces them too.
-  expect_status 0 rl try d -r 1/min
-  expect_status 1 rl try d -r 1/h
+  expect_status 0 rl try d -r 1/min -a token-bucket
+  expect_status 1 rl try d -r 1/h -a token-bucket
   expect_status 0 rl status d
   expect_contains "$OUT" "1/h burst 1"
   expect_true "1/min lingers: $OUT" test "${OUT#*1/min}" = "$OUT"
 }
 
 test_status_json_fields() {
-  rl try api -r 2/s -r 5/min
-  rl try api -r 2/s -r 5/min
+  rl try api -r 2/s -r 5/min -a token-bucket
+  rl try api -r 2/s -r 5/min -a token-bucket
   expect_status 0 rl --json status api
   local fields
   fields=$(json_eval '" ".join(sorted(j[0]))' <<<"$OUT")
@@ -71,7 +71,7 @@ sys.exit(0 if abs(t.timestamp() - time.time()) < 60 else 1)' "$(json_eval 'j[0][
 }
 
 test_status_human_table_is_aligned() {
-  rl try api -r 10/min
+  rl try api -r 10/min -a token-bucket
   rl try a-much-longer-key -r 5/min -a sliding-window
   rl try q -r 1/h -a leaky-bucket -b 3
   expect_status 0 rl status

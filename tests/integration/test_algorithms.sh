@@ -8,7 +8,7 @@
 PYTHON=/usr/bin/python3
 [ -x "$PYTHON" ] || PYTHON=python3
 
-ALGORITHMS="token-bucket leaky-bucket fixed-window sliding-window sliding-log"
+ALGORITHMS=$(binary_algorithms)
 
 # Whether VALUE is within [LOW, HIGH].
 in_range() { [ "$1" -ge "$2" ] && [ "$1" -le "$3" ]; }
@@ -301,6 +301,58 @@ test_key_is_bound_to_its_algorithm() {
   done
 }
 
+# -r N/PERIOD alone means "never more than N in any PERIOD"; a burst is a token-bucket
+# notion, so -b alone picks the token bucket. Slow rates: a key must not go fresh (and
+# expire on Redis) before status looks.
+test_the_default_is_exact_and_a_burst_alone_picks_the_token_bucket() {
+  expect_status 0 rl --json try exact -r 4/min
+  expect_eq '"sliding-log"' "$(json_field "$OUT" algorithm)" "algorithm without -a"
+  expect_status 0 rl --json try smooth -r 4/min -b 1
+  expect_eq '"token-bucket"' "$(json_field "$OUT" algorithm)" "algorithm with -b alone"
+  expect_eq 1 "$(json_field "$OUT" burst)" "burst"
+  expect_status 0 rl --json status smooth exact
+  expect_contains "$OUT" '"key":"smooth","algorithm":"token-bucket"' "status --json"
+  expect_contains "$OUT" '"burst":1' "status --json"
+  expect_contains "$OUT" '"key":"exact","algorithm":"sliding-log"' "status --json"
+  # The smooth key holds one token: a second try at once is limited.
+  expect_status 1 rl try smooth -r 4/min -b 1
+  # A burst for a window algorithm is still a usage error.
+  expect_status 2 rl try window -r 4/min -b 2 -a fixed-window
+  expect_one_line
+  # Without -a, five calls in a row under 5/d: exactly five granted, then limited.
+  local i
+  for i in 1 2 3 4 5; do
+    expect_status 0 rl try daily -r 5/d || return
+  done
+  expect_status 1 rl try daily -r 5/d
+  expect_contains "$ERR" '"daily" limited (sliding-log 5/d)' "stderr"
+}
+
+# A call that names no algorithm uses the key's own; one that names another is refused.
+test_a_key_keeps_its_algorithm_when_a_call_names_none() {
+  local algorithm json status
+  for algorithm in $ALGORITHMS; do
+    expect_status 0 rl try "own-$algorithm" -r 5/d -a "$algorithm" || continue
+    # Granted, or limited for the leaky bucket, whose next output time is hours away.
+    status=0
+    [ "$algorithm" = leaky-bucket ] && status=1
+    expect_status $status rl --json try "own-$algorithm" -r 5/d || continue
+    expect_eq "\"$algorithm\"" "$(json_field "$OUT" algorithm)" "algorithm of own-$algorithm"
+    json=$(rl --json status "own-$algorithm")
+    expect_contains "$json" "\"algorithm\":\"$algorithm\"" "status of own-$algorithm"
+    if [ "$algorithm" != token-bucket ]; then
+      # -b alone asks for a token bucket.
+      expect_status 2 rl try "own-$algorithm" -r 5/d -b 5
+      expect_contains "$ERR" "is limited by $algorithm, not token-bucket" "stderr"
+    fi
+  done
+  # The sliding log counts what was granted under its own rules: 2 taken of 5, so 3 more.
+  expect_status 0 rl try own-sliding-log -r 5/d
+  expect_status 0 rl try own-sliding-log -r 5/d
+  expect_status 0 rl try own-sliding-log -r 5/d
+  expect_status 1 rl try own-sliding-log -r 5/d
+}
+
 # A fresh key belongs to no algorithm: forgetting it changes no decision, so on both stores
 # it may be taken up by another algorithm once it is fresh, collected or not.
 test_a_fresh_key_may_change_algorithm_on_every_store() {
@@ -400,14 +452,14 @@ test_leaky_bucket_five_tries_at_once_admit_one() {
 test_several_limits_name_the_binding_limit() {
   # Token bucket, 5/10s and 20/min: cost 5 empties the first bucket (a token every 2 s, so
   # that slow process starts cannot let one in).
-  expect_status 0 rl try multi -r 5/10s -r 20/min -c 5 --json || return
+  expect_status 0 rl try multi -r 5/10s -r 20/min -c 5 -a token-bucket --json || return
   expect_eq 5 "$(top_field "$OUT" limit)" "binding limit after the grant"
   expect_eq 10000 "$(top_field "$OUT" period_ms)" "binding period"
   expect_eq 0 "$(top_field "$OUT" remaining)" "remaining"
   expect_contains "$OUT" '"limits":[{"limit":5,"period_ms":10000,"burst":5,"binding":true,' \
     "limits"
   expect_contains "$OUT" '{"limit":20,"period_ms":60000,"burst":20,"binding":false,"remaining":15,'
-  expect_status 1 rl try multi -r 5/10s -r 20/min -c 5 --json
+  expect_status 1 rl try multi -r 5/10s -r 20/min -c 5 -a token-bucket --json
   expect_eq false "$(top_field "$OUT" allowed)" "allowed"
   expect_eq 5 "$(top_field "$OUT" limit)" "binding limit when the second is refused"
   expect_contains "$ERR" "(token-bucket 5/10s, burst 5)" "denial line"

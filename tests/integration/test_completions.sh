@@ -7,7 +7,8 @@
 
 SOURCE_DIR=$(cd "${3:-$SUITE_DIR/../..}" && pwd)
 COMPLETIONS=$SOURCE_DIR/completions
-ALGORITHMS="fixed-window leaky-bucket sliding-log sliding-window token-bucket"
+# Every algorithm the binary knows, in the order the completions offer them.
+ALGORITHMS=$(binary_algorithms | tr ' ' '\n' | sort | tr '\n' ' ' | sed 's/ $//')
 
 # `ratelimit` on PATH is the binary under test, as the completions call it by that name.
 BIN_DIR=$WORK_ROOT/bin

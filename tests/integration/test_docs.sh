@@ -77,7 +77,7 @@ test_man_page_gives_the_decision_checklist() {
   text=$(man_section DESCRIPTION | tr -s ' \n' '  ')
   expect_contains "$text" "Short bursts allowed, the average rate bounded: token-bucket."
   expect_contains "$text" "A downstream that needs a steady rate, one request every PERIOD/N: leaky-bucket."
-  expect_contains "$text" "Exact counts, as for billing or a hard quota: sliding-log."
+  expect_contains "$text" "Exact counts, as for a third-party API's quota, billing or a hard limit: sliding-log (the default)."
   expect_contains "$text" "Simple and cheap: fixed-window"
   expect_contains "$text" "or sliding-window"
   local algorithm
@@ -190,6 +190,58 @@ test_store_url_form_is_the_same_everywhere() {
   expect_contains "$(rl --help)" "$form" "ratelimit --help"
   expect_contains "$(rendered_man_page)" "$form" "the man page"
   expect_contains "$(cat "$SOURCE_DIR/README.md")" "\`$form\`" "README.md"
+}
+
+# Every ratelimit command in the README's and the man page's examples runs as written (on
+# a database of its own, with `true` for the command that run executes): none is a usage
+# error.
+test_every_documented_example_runs() {
+  expect_status 0 "$PYTHON" "$SUITE_DIR/doc_examples.py" "$RATELIMIT" "$SOURCE_DIR/README.md" \
+    "$SOURCE_DIR/man/ratelimit.1" "$TEST_DIR" || return
+  expect_contains "$OUT" " examples ran, 0 failed"
+  local count=${OUT%% examples ran*}
+  count=${count##*$'\n'}
+  expect_true "only $count examples found" test "$count" -ge 25
+}
+
+# Every algorithm the binary knows (its one table) is described in the man page, in the
+# README's table and in -a's --help: a new one cannot ship undocumented.
+test_every_algorithm_is_documented() {
+  local algorithms algorithm source help
+  algorithms=$(binary_algorithms)
+  expect_true "the binary lists no algorithm" test -n "$algorithms" || return
+  source=$(cat "$SOURCE_DIR/man/ratelimit.1")
+  help=$(rl try --help)
+  for algorithm in $algorithms; do
+    local escaped=${algorithm//-/\\-}
+    expect_contains "$source" $'.TP\n.B '"$escaped"$'\n' "the man page's entry for $algorithm"
+    expect_contains "$(man_section DESCRIPTION | tr -s ' \n' '  ')" \
+      "What each algorithm admits in any PERIOD" "the man page"
+    expect_contains "$(cat "$SOURCE_DIR/README.md")" "| \`$algorithm\`" "README.md's table"
+    expect_contains "$help" "$algorithm" "try --help"
+  done
+  # Each one's line in "What each algorithm admits in any PERIOD".
+  local admits
+  admits=$(man_section DESCRIPTION | sed -n '/What each algorithm admits/,/Choosing an algorithm/p')
+  for algorithm in $algorithms; do
+    expect_true "no bound for $algorithm in: $admits" grep -q "^ *$algorithm " <<<"$admits"
+  done
+}
+
+# The man page and the README state, for each algorithm, the most it admits in any PERIOD.
+test_each_algorithm_states_what_it_admits_in_any_period() {
+  local text
+  text=$(man_section DESCRIPTION | tr -s ' \n' '  ')
+  expect_contains "$text" "What each algorithm admits in any PERIOD"
+  expect_contains "$text" "sliding-log N leaky-bucket N token-bucket BURST + N"
+  expect_contains "$text" "fixed-window 2N"
+  expect_contains "$text" "sliding-window under 2N"
+  local readme
+  readme=$(cat "$SOURCE_DIR/README.md")
+  expect_contains "$readme" "| \`sliding-log\` (default) | exact counts (API quotas, billing) | N |"
+  expect_contains "$readme" "| BURST + N |"
+  expect_contains "$readme" "| 2N, at a boundary |"
+  expect_contains "$readme" "| under 2N |"
 }
 
 run_suite

@@ -680,7 +680,7 @@ test_on_store_error_allow_still_limits_when_the_store_works() {
   expect_status 0 rl --on-store-error=allow try k -r 1/min
   expect_status 1 rl --on-store-error=allow try k -r 1/min
   expect_status 2 rl --on-store-error=allow try k -r 1/min -a fixed-window
-  expect_contains "$ERR" "token-bucket" # a usage error is not a store error
+  expect_contains "$ERR" "sliding-log" # a usage error is not a store error
 }
 
 run_suite

@@ -146,7 +146,7 @@ test_timeout_stops_before_a_record_without_a_slot() {
   time_ms expect_status 1 rl pipe -r 1/min -t 0.2s <in
   expect_eq 1 "$OUT" "records written"
   expect_one_line
-  expect_contains "$ERR" "ratelimit: pipe: no slot within 0.2s for record 2 (token-bucket 1/min"
+  expect_contains "$ERR" "ratelimit: pipe: no slot within 0.2s for record 2 (sliding-log 1/min"
   expect_true "refused at once, not after $ELAPSED ms" test "$ELAPSED" -lt 1500
   # -E sets the status, -q the message.
   expect_status 9 rl pipe -r 1/min -t 0 -E 9 -q <in
@@ -238,9 +238,15 @@ test_keyed_pipe_honours_the_key_algorithm() {
   # A day's window: the key is not fresh again (free to change algorithm) during the test.
   ensure_window_margin 86400 10
   rl try k -r 5/d -a fixed-window
-  expect_status 2 rl pipe k -r 5/d <<<record
+  expect_status 2 rl pipe k -r 5/d -a token-bucket <<<record
   expect_one_line
   expect_contains "$ERR" 'key "k" is limited by fixed-window, not token-bucket'
+  # Without -a the key's own algorithm paces the records: 1 granted, 3 left of 5.
+  expect_status 0 rl pipe k -r 5/d <<<$'a\nb\nc'
+  expect_eq $'a\nb\nc' "$OUT" "records"
+  expect_status 0 rl --json status k
+  expect_contains "$OUT" '"algorithm":"fixed-window"' "status"
+  expect_contains "$OUT" '"remaining":1' "status"
 }
 
 test_closed_reader_ends_quietly_with_sigpipe_status() {

@@ -107,7 +107,7 @@ test_refused_authentication_names_its_cause() {
 test_keys_live_under_the_prefix_in_one_hash_tag() {
   # One log per key, whatever periods its limits have.
   expect_status 0 rl --redis-prefix app: try 'my key' -r 5/s -r 10/min -a sliding-log
-  expect_status 0 rl try plain -r 5/min
+  expect_status 0 rl try plain -r 5/min -a token-bucket
   expect_eq 'app:{my key}
 app:{my key}:c
 app:{my key}:t

@@ -146,7 +146,22 @@ test_boundary_profile_in_table() {
   expect_eq 120 "$(printf '%s' "$(table_cell "$OUT" fixed-window 6)" | wc -c)" "sparkline bytes"
   expect_contains "$(printf '%s\n' "$OUT" | tail -n 1)" \
     "recommendation: sliding-log: fixed-window admitted 20 within one 1s"
-  expect_eq 8 "$(printf '%s\n' "$OUT" | wc -l)" "lines"
+  expect_eq "default without -a: sliding-log (exact: never more than N in any period)" \
+    "$(printf '%s\n' "$OUT" | tail -n 2 | head -n 1)" "the default's line"
+  expect_eq 9 "$(printf '%s\n' "$OUT" | wc -l)" "lines"
+}
+
+# Without -a, simulate compares all five and names the one try, wait, run and pipe would
+# use with the same options; with -a it simulates that one alone.
+test_the_default_is_named_as_the_other_commands_pick_it() {
+  expect_status 0 rl simulate -r 5/s --profile steady -b 2 || return
+  expect_contains "$OUT" "default without -a: token-bucket (-b given)"
+  expect_status 0 rl simulate -r 5/s --profile steady --format json || return
+  expect_contains "$OUT" '{"algorithm":"sliding-log",'
+  expect_eq 1 "$(grep -c '"default":true' <<<"$OUT")" "objects marked default"
+  expect_contains "$(grep '"default":true' <<<"$OUT")" '"algorithm":"sliding-log"'
+  expect_status 0 rl simulate -r 5/s --profile steady -a token-bucket || return
+  expect_true "a default named with -a: $OUT" eval '! grep -q "default without -a" <<<"$OUT"'
 }
 
 test_table_columns_align() {

@@ -94,7 +94,7 @@ TEST_CASE("cli::parse_config: errors read FILE:LINE: what is wrong") {
 
 TEST_CASE("cli::parse_config checks a limit as a whole, as its options would be") {
   CHECK(config_error("[limits.k]\nrate = \"1/s\"\nalgorithm = \"fixed-window\"\nburst = 3\n")
-            .starts_with("limits.toml:1: [limits.k]: --burst does not apply"));
+            .starts_with("limits.toml:1: [limits.k]: a burst does not apply"));
   CHECK(config_error("[limits.k]\nrate = [\"1/s\", \"10/min\"]\nburst = [1, 2, 3]\n")
             .starts_with("limits.toml:1: [limits.k] has 3 bursts for 2 rates"));
   CHECK(config_error("[limits.k]\nrate = \"2/s\"\ncost = 3\n").starts_with("limits.toml:1: "));

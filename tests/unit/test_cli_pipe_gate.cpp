@@ -84,6 +84,7 @@ TEST_CASE("cli::instant_grants_combine is false for the leaky bucket, which spac
 
 TEST_CASE("cli::LocalGate reserves on its own clock and gives a reservation back") {
   cli::LimitedRequest request;
+  request.algorithm = core::Algorithm::token_bucket;
   request.limits = {{{2, k_second}, 2}};
   Nanos now = 50 * k_second;
   cli::LocalGate gate(request, [&] { return now; });

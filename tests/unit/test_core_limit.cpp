@@ -33,12 +33,12 @@ TEST_CASE("core::check_limits needs a rate") {
   CHECK(mentions(check(Algorithm::token_bucket, {}), "no rate given"));
 }
 
-TEST_CASE("core::check_limits refuses --burst with a window algorithm") {
+TEST_CASE("core::check_limits refuses a burst with a window algorithm") {
   for (Algorithm algorithm :
        {Algorithm::fixed_window, Algorithm::sliding_window, Algorithm::sliding_log}) {
     CAPTURE(algorithm_name(algorithm));
     auto problem = check(algorithm, {limit_of(10, k_s)}, 1, true);
-    CHECK(mentions(problem, "--burst does not apply to"));
+    CHECK(mentions(problem, "a burst does not apply to"));
     CHECK(mentions(problem, algorithm_name(algorithm)));
   }
   CHECK_FALSE(check(Algorithm::token_bucket, {limit_of(10, k_s, 20)}, 1, true));

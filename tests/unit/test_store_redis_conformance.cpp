@@ -63,7 +63,7 @@ public:
       if (expected.allowed || (!m_state.limits.empty() && trial.limits != m_state.limits)) {
         m_state = trial;
       }
-      core::Decision actual = m_script.decide(m_key, m_algorithm, limits, request, true);
+      core::Decision actual = m_script.decide(m_key, m_algorithm, true, limits, request, true);
       if (!same_decision(expected, actual)) {
         return false;
       }
@@ -177,11 +177,11 @@ TEST_CASE("store::RedisScript agrees with the core on a hand-made token-bucket t
   core::Limit two_per_second = limit(2, k_second);
   core::Request request{1'700'000'000'000'000, 1, false, k_no_limit};
   for (int i = 0; i < 2; ++i) {
-    CHECK(script.decide(key, core::Algorithm::token_bucket, {&two_per_second, 1}, request, true)
+    CHECK(script.decide(key, core::Algorithm::token_bucket, true, {&two_per_second, 1}, request, true)
               .allowed);
   }
   core::Decision third =
-      script.decide(key, core::Algorithm::token_bucket, {&two_per_second, 1}, request, true);
+      script.decide(key, core::Algorithm::token_bucket, true, {&two_per_second, 1}, request, true);
   CHECK_FALSE(third.allowed);
   CHECK(third.wait == 500'000);
 }
@@ -198,7 +198,7 @@ TEST_CASE("store::RedisScript gives back any sliding-log grant, not only the lat
   for (int i = 0; i < 3; ++i) {
     core::Request request{t0 + i * 100'000, 1, false, k_no_limit};
     core::Decision decision =
-        script.decide(key, core::Algorithm::sliding_log, {&three, 1}, request, true);
+        script.decide(key, core::Algorithm::sliding_log, true, {&three, 1}, request, true);
     REQUIRE(decision.allowed);
     grants.push_back(decision.grant);
   }

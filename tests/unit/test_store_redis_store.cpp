@@ -47,7 +47,7 @@ core::Decision try_once(store::Store& store, std::string_view key, core::Algorit
                         const std::vector<core::Limit>& limits, bool reserve = false) {
   core::Request request;
   request.reserve = reserve;
-  return store.decide(key, algorithm, limits, request);
+  return store.decide(key, algorithm, true, limits, request);
 }
 
 } // namespace
@@ -132,6 +132,31 @@ TEST_CASE("store::RedisStore refuses a key made by another algorithm") {
   try_once(store, "k", core::Algorithm::fixed_window, {per_second(5)});
   CHECK_THROWS_AS(try_once(store, "k", core::Algorithm::token_bucket, {per_second(5)}),
                   store::KeyConflict);
+}
+
+TEST_CASE("store::RedisStore: a call that chooses no algorithm uses the key's own") {
+  RATELIMIT_REDIS_SERVER(server);
+  store::RedisStore store(server->location(), "t5b:", k_second);
+  // Per minute: no key may go fresh while the test runs.
+  std::vector<core::Limit> limits{{{5, 60 * k_second}, 5}};
+  for (core::Algorithm algorithm : core::k_all_algorithms) {
+    std::string key(core::algorithm_name(algorithm));
+    CAPTURE(key);
+    REQUIRE(try_once(store, key, algorithm, limits).allowed);
+    core::Request request;
+    core::Decision decision =
+        store.decide(key, core::Algorithm::sliding_log, false, limits, request);
+    CHECK(decision.algorithm == algorithm);
+    // The leaky bucket's next output time is 12 s away; the others have 4 of 5 left.
+    CHECK(decision.allowed == (algorithm != core::Algorithm::leaky_bucket));
+    core::Algorithm other = algorithm == core::Algorithm::token_bucket
+                                ? core::Algorithm::sliding_log
+                                : core::Algorithm::token_bucket;
+    CHECK_THROWS_AS(try_once(store, key, other, limits), store::KeyConflict);
+  }
+  core::Request request;
+  CHECK(store.decide("new", core::Algorithm::sliding_log, false, limits, request).algorithm ==
+        core::Algorithm::sliding_log);
 }
 
 TEST_CASE("store::RedisStore status and reset work on named keys and on all keys") {

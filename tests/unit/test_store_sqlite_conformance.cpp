@@ -104,7 +104,7 @@ public:
       if (expected.allowed || (stored && trial.limits != m_state.limits)) {
         m_state = trial;
       }
-      core::Decision actual = m_store.decide(m_key, m_algorithm, limits, request);
+      core::Decision actual = m_store.decide(m_key, m_algorithm, true, limits, request);
       if (!same_decision(expected, actual)) {
         return false;
       }
@@ -235,7 +235,7 @@ TEST_CASE("store::SqliteStore collects a key exactly when the core says it is fr
       clock = start + i * (k_second / 10);
       core::Request request{clock, 1, false, k_no_limit};
       core::Decision expected = core::decide(state, limits, log, request);
-      core::Decision actual = store.decide(key, algorithm, limits, request);
+      core::Decision actual = store.decide(key, algorithm, true, limits, request);
       REQUIRE(expected.allowed == actual.allowed);
     }
     // The first time the core calls the state fresh, to the nanosecond.
@@ -256,5 +256,42 @@ TEST_CASE("store::SqliteStore collects a key exactly when the core says it is fr
     CHECK(removed == keys);
     CHECK(store.status(keys).empty());
     clock = high + k_second;
+  }
+}
+
+TEST_CASE("store::SqliteStore: a call that chooses no algorithm uses the key's own") {
+  TemporaryDatabase database;
+  core::Nanos clock = 1'700'000'000 * k_second;
+  store::SqliteStore store(database.path(), 2 * k_second, store::Creation::if_missing,
+                           [&clock] { return clock; });
+  std::vector<core::Limit> limits{limit(3, k_second, 3)};
+  core::Request request{clock, 1, false, k_no_limit};
+  for (core::Algorithm algorithm : core::k_all_algorithms) {
+    std::string key(core::algorithm_name(algorithm));
+    CAPTURE(key);
+    clock += 10 * k_second;
+    request.now = clock;
+    core::KeyState state{algorithm, 0, {}};
+    core::MemoryGrantLog log;
+    core::decide(state, limits, log, request);
+    REQUIRE(store.decide(key, algorithm, true, limits, request).algorithm == algorithm);
+    // The default decides as the key's own algorithm would, and names it.
+    clock += k_second / 10;
+    request.now = clock;
+    core::Decision expected = core::decide(state, limits, log, request);
+    core::Decision actual = store.decide(key, core::Algorithm::sliding_log, false, limits, request);
+    CHECK(actual.algorithm == algorithm);
+    CHECK(actual.allowed == expected.allowed);
+    CHECK(actual.remaining == expected.remaining);
+    // Chosen, another algorithm is refused while the key is in use.
+    core::Algorithm other = algorithm == core::Algorithm::token_bucket
+                                ? core::Algorithm::sliding_log
+                                : core::Algorithm::token_bucket;
+    CHECK_THROWS_AS(store.decide(key, other, true, limits, request), store::KeyConflict);
+    // Once the key is fresh, the default takes it up.
+    clock += 10 * k_second;
+    request.now = clock;
+    CHECK(store.decide(key, core::Algorithm::sliding_log, false, limits, request).algorithm ==
+          core::Algorithm::sliding_log);
   }
 }

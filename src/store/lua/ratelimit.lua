@@ -5,10 +5,11 @@
 --   ARGV[1]   decide | give_back | inspect | reset
 --   ARGV[2]   now in microseconds, for the conformance test only; empty: the server's TIME.
 --             With an explicit now nothing expires, so that a test's clock need not be real.
---   decide    ARGV[3..] algorithm cost reserve(0|1) max_wait(-1: none) n, n x (count
---             period burst) -> {'ok', allowed, now, wait, binding, remaining, reset_after,
---             at, n, n x (remaining, reset_after, retry_after, marker), refusal}
---             or {'conflict', stored algorithm}
+--   decide    ARGV[3..] algorithm cost reserve(0|1) max_wait(-1: none) chosen(0|1) n,
+--             n x (count period burst) -> {'ok', algorithm, allowed, now, wait, binding,
+--             remaining, reset_after, at, n, n x (remaining, reset_after, retry_after,
+--             marker), refusal} or {'conflict', stored algorithm}. A key made by another
+--             algorithm keeps its own unless the algorithm was chosen (then 'conflict').
 --   decide, give_back and inspect reply {'damaged'} for a key whose values this script did
 --   not write (another type, unreadable fields, values out of bounds), and {'clock'} when
 --   the clock is past the latest time the store counts
@@ -24,13 +25,15 @@ local function decide()
   local cost = tonumber(ARGV[4])
   local reserve = ARGV[5] == '1'
   local max_wait = tonumber(ARGV[6])
-  local limits = read_limits(7)
+  local chosen = ARGV[7] == '1'
+  local limits = read_limits(8)
   local state, problem = load()
   if problem or not logs_intact() then
     return damaged()
   end
   if state and state.algorithm ~= algorithm then
-    -- A fresh key belongs to no algorithm (it would expire now): forgotten, as gc would.
+    -- A fresh key belongs to no algorithm (it would expire now): forgotten, as gc would. A
+    -- key in use keeps its own, unless the call chose another.
     local stored_rule = rules[state.algorithm]
     local stored_clock = math.max(now, state.clock)
     local limits_of, states_of = {}, {}
@@ -42,12 +45,15 @@ local function decide()
     if stored_rule.shares_state and #states_of > 0 then
       reset_after = math.max(reset_after, states_of[1][1] + state.log_period - stored_clock)
     end
-    if reset_after > 0 then
+    if reset_after <= 0 then
+      local by_time, by_cost = log_keys(base)
+      redis.call('DEL', base, by_time, by_cost)
+      state = nil
+    elseif chosen then
       return {'conflict', state.algorithm}
+    else
+      algorithm = state.algorithm
     end
-    local by_time, by_cost = log_keys(base)
-    redis.call('DEL', base, by_time, by_cost)
-    state = nil
   end
   local rule = rules[algorithm]
   local log = redis_log(base)
@@ -130,8 +136,8 @@ local function decide()
   if allowed or (state and not holds_limits(state, limits)) then
     save_all(algorithm, clock, limits, states, log_period, log)
   end
-  local reply = {'ok', allowed and 1 or 0, clock, wait, binding - 1, remaining, reset_after, at,
-                 #limits}
+  local reply = {'ok', algorithm, allowed and 1 or 0, clock, wait, binding - 1, remaining,
+                 reset_after, at, #limits}
   for i = 1, #limits do
     for _, value in ipairs({per_limit[i][1], per_limit[i][2], retry[i], markers[i] or 0}) do
       reply[#reply + 1] = value
