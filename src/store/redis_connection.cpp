@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <hiredis/hiredis.h>
 #include <redis_script.hpp>
@@ -156,6 +157,9 @@ void RedisConnection::connect(const RedisLocation& location) {
   if (redisSetTimeout(m_context, to_timeval(m_timeout)) != REDIS_OK) {
     fail_io();
   }
+  // hiredis does not mark its socket close-on-exec: a command that `run -j` starts as a
+  // child must not inherit the connection.
+  ::fcntl(m_context->fd, F_SETFD, FD_CLOEXEC);
   if (!location.password.empty()) {
     std::vector<std::string> auth{"AUTH"};
     if (!location.user.empty()) {

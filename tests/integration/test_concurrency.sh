@@ -209,6 +209,15 @@ test_the_commands_status_and_failures() {
   expect_status 0 rl run k -j 2 --no-wait -- true
 }
 
+test_the_command_inherits_no_descriptor_of_ratelimits() {
+  local own
+  own=$(sh -c 'ls /proc/$$/fd' | sort | tr '\n' ' ')
+  expect_status 0 rl run k -j 1 -- sh -c 'ls /proc/$$/fd'
+  expect_eq "$own" "$(sort <<<"$OUT" | tr '\n' ' ')" "descriptors under -j"
+  expect_status 0 rl run u -r 5/s --until-exit -- sh -c 'ls /proc/$$/fd'
+  expect_eq "$own" "$(sort <<<"$OUT" | tr '\n' ' ')" "descriptors under --until-exit"
+}
+
 test_usage_errors() {
   expect_status 125 rl run k -j 0 -- true
   expect_one_line
