@@ -81,7 +81,7 @@ test_no_wait_refuses_at_once_when_every_slot_is_held() {
 }
 
 test_timeout_bounds_the_wait_for_a_slot() {
-  rl run k -j 1 -- sleep 2 &
+  rl run k -j 1 -- sleep 5 &
   sleep 0.4
   local started ended
   started=$(now_ms)
@@ -89,16 +89,17 @@ test_timeout_bounds_the_wait_for_a_slot() {
   ended=$(now_ms)
   expect_contains "$ERR" "beyond --timeout 0.5s"
   expect_true "gave up after about 0.5 s: $((ended - started)) ms" \
-    test $((ended - started)) -ge 400 -a $((ended - started)) -lt 1800
+    test $((ended - started)) -ge 400 -a $((ended - started)) -lt 4000
   expect_true "not run" test ! -e ran
   # A known release beyond the timeout is refused at once.
   wait
-  rl run u -r 1/5s --until-exit -- true
+  rl run u -r 1/30s --until-exit -- true
   started=$(now_ms)
-  expect_status 1 rl run u -r 1/5s --until-exit -t 1s -- touch ran
+  expect_status 1 rl run u -r 1/30s --until-exit -t 5s -- touch ran
   ended=$(now_ms)
   expect_contains "$ERR" "next slot in"
-  expect_true "refused at once: $((ended - started)) ms" test $((ended - started)) -lt 800
+  # At once: not after waiting out the timeout (a loaded machine may take a while to start).
+  expect_true "refused at once: $((ended - started)) ms" test $((ended - started)) -lt 4000
 }
 
 test_a_killed_holder_frees_its_slot_within_a_second() {
