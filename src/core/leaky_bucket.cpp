@@ -47,10 +47,13 @@ public:
   Usage usage(const Limit& limit, const LimitState& state, GrantLog&, Nanos now) const override {
     // Remaining is the room in the queue, what `earliest` would still accept: the grant
     // leaving at `now` or before is not waiting in it.
+    Nanos interval = limit.rate.emission_interval();
     Nanos pending = std::max<Nanos>(0, next(state) - now);
-    std::int64_t queued =
-        std::max<std::int64_t>(0, ceil_div(pending, limit.rate.emission_interval()) - 1);
-    return {std::max<std::int64_t>(0, limit.burst - queued), pending};
+    std::int64_t queued = std::max<std::int64_t>(0, ceil_div(pending, interval) - 1);
+    // Fresh once a request of the largest cost, N, would leave now, as it would from a new
+    // key: until then the last grant still spaces it (`earliest`).
+    return {std::max<std::int64_t>(0, limit.burst - queued),
+            std::max<Nanos>(0, next(state) + (limit.rate.count - 1) * interval - now)};
   }
 
   std::array<std::int64_t, 3> carry(const Limit& limit, std::span<const LimitState> stored,
@@ -66,6 +69,11 @@ public:
     for (const LimitState& state : stored) {
       Nanos from = state.limit.rate.emission_interval();
       Nanos free_at = next(state);
+      if (free_at + (state.limit.rate.count - 1) * from <= now) {
+        // Fresh (see `usage`): it holds nothing, as forgetting the key (gc, Redis expiry)
+        // would hold nothing.
+        continue;
+      }
       if (from >= to) {
         Nanos converted = free_at <= now ? free_at : now + rescale(free_at - now, from, to);
         converted = std::max(converted, free_at - from + to);

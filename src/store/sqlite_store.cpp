@@ -47,6 +47,14 @@ core::Nanos fresh_at(const core::Decision& standing) {
 // A cheap coin with odds of one in `n`, seeded by the clock: consecutive nanosecond
 // readings are mixed (splitmix64) so that a coarse clock cannot make it always or never
 // land.
+// Whether `state` holds exactly `limits`, in order (its slots aside).
+bool holds_limits(const core::KeyState& state, std::span<const core::Limit> limits) {
+  return std::equal(state.limits.begin(), state.limits.end(), limits.begin(), limits.end(),
+                    [](const core::LimitState& stored, const core::Limit& limit) {
+                      return stored.limit == limit;
+                    });
+}
+
 bool one_in(core::Nanos seed, int n) {
   std::uint64_t z = static_cast<std::uint64_t>(seed) + 0x9e3779b97f4a7c15ULL;
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -211,13 +219,17 @@ core::Decision SqliteStore::decide(std::string_view key, core::Algorithm algorit
     // The clock is read under the lock, so that decisions on a key are made in the order
     // of their times.
     request.now = now();
-    if (existing && existing->state.algorithm != algorithm) {
-      // A fresh key belongs to no algorithm: forgetting it changes no decision, and Redis
-      // lets it expire.
+    if (existing && (existing->state.algorithm != algorithm ||
+                     !holds_limits(existing->state, limits))) {
+      // A fresh key belongs to no algorithm and holds nothing for other limits: forgotten
+      // now, as gc would forget it and Redis lets it expire, so that the decision does not
+      // depend on when gc last ran. A key in use carries its state over to other limits.
       SqliteGrantLog old_log(m_database.handle(), existing->id);
       if (core::is_fresh(existing->state, old_log, request.now)) {
         erase(existing->id);
         existing.reset();
+      } else if (existing->state.algorithm == algorithm) {
+        // in use: its state carries over to these limits
       } else if (chosen) {
         throw KeyConflict(key_conflict_message(key, existing->state.algorithm, algorithm));
       } else {

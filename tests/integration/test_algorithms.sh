@@ -416,10 +416,13 @@ test_cost_above_what_a_limit_holds_exits_2() {
 }
 
 test_a_leaky_bucket_spaces_costs_so_that_no_period_holds_more_than_n() {
-  # 3 then 5 units at 5/s: (3 + 5 - 1) intervals of 200 ms apart, not 3.
-  expect_status 0 rl try lb -r 5/s -a leaky-bucket -c 3
-  expect_status 1 rl try lb -r 5/s -a leaky-bucket -c 5
-  expect_contains "$ERR" "next slot in 1." "stderr"
+  # 3 then 5 units at 5/2s: (3 + 5 - 1) intervals of 400 ms apart (2.8 s), not 3 (1.2 s),
+  # less the time the second process took to start.
+  expect_status 0 rl try lb -r 5/2s -a leaky-bucket -c 3
+  expect_status 1 rl --json try lb -r 5/2s -a leaky-bucket -c 5
+  local retry
+  retry=$(json_field "$OUT" retry_after_ms)
+  expect_true "retry_after_ms $retry in (2000, 2800]" test "$retry" -gt 2000 -a "$retry" -le 2800
   # A wait whose own cost is more than the queue holds is still accepted.
   expect_status 0 rl wait deep -r 20/s -a leaky-bucket -b 1 -c 3
 }
@@ -629,9 +632,10 @@ test_json_fields_for_every_algorithm() {
         expect_eq 334 "$reset" "$algorithm reset_after_ms (until full)"
         ;;
       leaky-bucket)
-        # The queue is empty once the grant has left: the room in it is whole.
+        # The queue is empty once the grant has left: the room in it is whole. Fresh two
+        # intervals later still, when a request of cost 3 would leave at once: 1000 ms.
         expect_eq 3 "$remaining" "$algorithm remaining (room in the queue)"
-        expect_eq 334 "$reset" "$algorithm reset_after_ms (until drained)"
+        expect_eq 1001 "$reset" "$algorithm reset_after_ms (until fresh)"
         ;;
       sliding-log)
         expect_eq 2 "$remaining" "$algorithm remaining"

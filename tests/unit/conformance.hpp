@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 #include <limits>
 #include <random>
 #include <string>
@@ -168,6 +169,130 @@ inline std::vector<std::vector<core::Limit>> limit_sets(const std::vector<core::
   smaller_burst.front().burst = std::max<std::int64_t>(1, smaller_burst.front().burst / 2);
   sets.push_back(smaller_burst);
   return sets;
+}
+
+// The stores' rule before a decision: a stored key that is fresh and does not hold the
+// call's limits is forgotten, as gc or Redis expiry would forget it, so that no decision
+// depends on when that happened.
+inline void forget_if_fresh(core::KeyState& state, core::MemoryGrantLog& log,
+                            const std::vector<core::Limit>& limits, core::Nanos now) {
+  bool holds = std::equal(state.limits.begin(), state.limits.end(), limits.begin(), limits.end(),
+                          [](const core::LimitState& stored, const core::Limit& limit) {
+                            return stored.limit == limit;
+                          });
+  if (!state.limits.empty() && !holds && core::is_fresh(state, log, now)) {
+    state = core::KeyState{state.algorithm, 0, {}};
+    log = core::MemoryGrantLog{};
+  }
+}
+
+// One run of the conformance harnesses: a key of `algorithm` under `configuration`, the
+// limit sets its callers name, and the arrivals. Both stores' harnesses replay the same runs
+// (in their own unit of time), and test_core_conformance_vectors.cpp pins the core's
+// decisions on them to the checked-in vectors.
+struct Run {
+  core::Algorithm algorithm;
+  Configuration configuration;
+  std::vector<std::vector<core::Limit>> limit_sets;
+  std::vector<Arrival> arrivals;
+};
+
+// Every run, with `second` the unit of time; the arrivals are the same in every unit.
+inline std::vector<Run> runs(core::Nanos second) {
+  std::vector<Run> result;
+  std::uint64_t seed = 1;
+  for (core::Algorithm algorithm : core::k_all_algorithms) {
+    // Drawn with the limits of the unit of microseconds, so that both units replay the same
+    // arrivals, scaled.
+    auto in_micros = configurations(algorithm, 1'000'000);
+    auto in_unit = configurations(algorithm, second);
+    for (std::size_t i = 0; i < in_unit.size(); ++i) {
+      auto sets = limit_sets(in_unit[i].limits);
+      auto arrivals =
+          random_arrivals(seed++, algorithm, in_micros[i].limits, sets.size(), 250);
+      for (Arrival& arrival : arrivals) {
+        arrival.advance = arrival.advance * (second / 1'000'000);
+        if (arrival.max_wait != k_no_limit) {
+          arrival.max_wait = arrival.max_wait * (second / 1'000'000);
+        }
+      }
+      result.push_back({algorithm, in_unit[i], std::move(sets), std::move(arrivals)});
+    }
+  }
+  return result;
+}
+
+// The core alone on `run`, as the harnesses mirror it: a decision is kept when granted or
+// when it changed a stored key's limits; a grant given back goes back to the key.
+inline std::vector<core::Decision> core_decisions(const Run& run) {
+  core::KeyState state{run.algorithm, 0, {}};
+  core::MemoryGrantLog log;
+  struct Granted {
+    core::Grant grant;
+    std::size_t limit_set;
+    bool given_back;
+  };
+  std::vector<Granted> grants;
+  std::vector<core::Decision> decisions;
+  core::Nanos now = run.configuration.start;
+  for (const Arrival& arrival : run.arrivals) {
+    now += arrival.advance;
+    if (arrival.give_back >= 0 && arrival.give_back < static_cast<int>(grants.size()) &&
+        !grants[arrival.give_back].given_back) {
+      Granted& granted = grants[arrival.give_back];
+      granted.given_back = true;
+      if (!state.limits.empty()) {
+        core::give_back(state, run.limit_sets[granted.limit_set], log, now, granted.grant);
+      }
+    }
+    const std::vector<core::Limit>& limits = run.limit_sets.at(arrival.limit_set);
+    forget_if_fresh(state, log, limits, now);
+    core::Request request{now, arrival.cost, arrival.reserve, arrival.max_wait};
+    core::KeyState trial = state;
+    core::Decision decision = core::decide(trial, limits, log, request);
+    if (decision.allowed || (!state.limits.empty() && trial.limits != state.limits)) {
+      state = trial;
+    }
+    if (decision.allowed) {
+      grants.push_back({decision.grant, arrival.limit_set, false});
+    }
+    decisions.push_back(std::move(decision));
+  }
+  return decisions;
+}
+
+// One line of the checked-in vectors: a run's grants, denials and a digest (FNV-1a) of every
+// figure of every decision, in the unit of the run.
+inline std::string vector_line(const char* unit, const Run& run,
+                               const std::vector<core::Decision>& decisions) {
+  std::uint64_t hash = 14695981039346656037ULL;
+  auto mix = [&](std::int64_t value) {
+    for (int i = 0; i < 8; ++i) {
+      hash ^= static_cast<std::uint64_t>(value >> (8 * i)) & 0xff;
+      hash *= 1099511628211ULL;
+    }
+  };
+  int allowed = 0;
+  for (const core::Decision& decision : decisions) {
+    allowed += decision.allowed;
+    for (std::int64_t value :
+         {std::int64_t{decision.allowed}, decision.now, decision.wait,
+          static_cast<std::int64_t>(decision.binding), decision.remaining, decision.reset_after,
+          decision.grant.at, decision.grant.cost, static_cast<std::int64_t>(decision.refusal)}) {
+      mix(value);
+    }
+    for (const core::LimitReport& limit : decision.limits) {
+      mix(limit.remaining);
+      mix(limit.reset_after);
+      mix(limit.retry_after);
+    }
+    for (std::int64_t marker : decision.grant.markers) {
+      mix(marker);
+    }
+  }
+  return fmt::format("{} {} \"{}\" granted {} denied {} digest {:016x}", unit,
+                     core::algorithm_name(run.algorithm), run.configuration.name, allowed,
+                     decisions.size() - allowed, hash);
 }
 
 } // namespace ratelimit::conformance

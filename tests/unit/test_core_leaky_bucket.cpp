@@ -106,19 +106,33 @@ TEST_CASE("core::leaky_bucket the queue depth bounds waiting, not cost") {
   CHECK_FALSE(shallow.reserve(k_t0 + 300 * k_ms, 1).allowed);
 }
 
-TEST_CASE("core::leaky_bucket reports the room in the queue and the time until drained") {
+TEST_CASE("core::leaky_bucket reports the room in the queue and the time until fresh") {
+  // Fresh when a request of the largest cost, 5, would leave at once, as from a new key: 4
+  // intervals (800 ms) after the queue has drained.
   TestKey key = leaky();
   Decision first = key.attempt(k_t0);
   CHECK(first.remaining == 5);
-  CHECK(first.reset_after == 200 * k_ms);
+  CHECK(first.reset_after == 1000 * k_ms);
   key.reserve(k_t0);
   Decision third = key.reserve(k_t0);
   CHECK(third.remaining == 3);
-  CHECK(third.reset_after == 600 * k_ms);
+  CHECK(third.reset_after == 1400 * k_ms);
   CHECK(key.standing(k_t0 + 450 * k_ms).remaining == 5);
-  CHECK(key.standing(k_t0 + 450 * k_ms).reset_after == 150 * k_ms);
-  CHECK_FALSE(key.fresh(k_t0 + 599 * k_ms));
-  CHECK(key.fresh(k_t0 + 600 * k_ms));
+  CHECK(key.standing(k_t0 + 450 * k_ms).reset_after == 950 * k_ms);
+  CHECK_FALSE(key.fresh(k_t0 + 1399 * k_ms));
+  CHECK(key.fresh(k_t0 + 1400 * k_ms));
+}
+
+TEST_CASE("core::leaky_bucket is fresh only when a key forgotten would decide the same") {
+  // One grant at t0 (next free at t0 + 200 ms). At t0 + 700 ms the queue has drained, but a
+  // request of cost 5 still waits for its 4 intervals after the last grant: forgetting the
+  // key then would let it through at once.
+  TestKey key = leaky();
+  REQUIRE(key.attempt(k_t0).allowed);
+  CHECK_FALSE(key.fresh(k_t0 + 700 * k_ms));
+  CHECK_FALSE(key.attempt(k_t0 + 700 * k_ms, 5).allowed);
+  CHECK(key.fresh(k_t0 + 1000 * k_ms));
+  CHECK(key.attempt(k_t0 + 1000 * k_ms, 5).allowed);
 }
 
 TEST_CASE("core::leaky_bucket cancel returns the last slot and leaves a gap for others") {

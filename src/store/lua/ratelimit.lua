@@ -31,9 +31,10 @@ local function decide()
   if problem or not logs_intact() then
     return damaged()
   end
-  if state and state.algorithm ~= algorithm then
-    -- A fresh key belongs to no algorithm (it would expire now): forgotten, as gc would. A
-    -- key in use keeps its own, unless the call chose another.
+  if state and (state.algorithm ~= algorithm or not holds_limits(state, limits)) then
+    -- A fresh key belongs to no algorithm and holds nothing for other limits (it would
+    -- expire now): forgotten, as gc would. A key in use keeps its own algorithm, unless the
+    -- call chose another.
     local stored_rule = rules[state.algorithm]
     local stored_clock = math.max(now, state.clock)
     local limits_of, states_of = {}, {}
@@ -49,6 +50,8 @@ local function decide()
       local by_time, by_cost = log_keys(base)
       redis.call('DEL', base, by_time, by_cost)
       state = nil
+    elseif state.algorithm == algorithm then
+      -- In use: its state carries over to the limits of this call.
     elseif chosen then
       return {'conflict', state.algorithm}
     else

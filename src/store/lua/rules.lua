@@ -90,7 +90,9 @@ rules['leaky-bucket'] = {
     -- The room in the queue: the grant leaving at now or before is not waiting in it.
     local pending = math.max(0, s[1] - now)
     local queued = math.max(0, ceil_div(pending, limit.interval) - 1)
-    return math.max(0, limit.burst - queued), pending
+    -- Fresh once a request of the largest cost, N, would leave now, as for a new key.
+    return math.max(0, limit.burst - queued),
+           math.max(0, s[1] + (limit.count - 1) * limit.interval - now)
   end,
   carry = function(limit, stored, now)
     local to = limit.interval
@@ -98,7 +100,9 @@ rules['leaky-bucket'] = {
     for _, st in ipairs(stored) do
       local from = st.limit.interval
       local free_at = st.slots[1]
-      if from >= to then
+      if free_at + (st.limit.count - 1) * from <= now then
+        -- Fresh: it holds nothing, as the key expired would hold nothing.
+      elseif from >= to then
         local converted = free_at
         if free_at > now then
           converted = now + rescale(free_at - now, from, to)
