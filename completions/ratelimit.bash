@@ -12,7 +12,7 @@ _ratelimit_options() {
   '') options+=" --version" ;;
   try) options+=" $limit" ;;
   wait) options+=" $limit -t --timeout" ;;
-  run) options+=" $limit -t --timeout --no-wait --backoff-on --backoff --backoff-max --retries" ;;
+  run) options+=" $limit -t --timeout --no-wait -j --concurrency --until-exit --lease --backoff-on --backoff --backoff-max --retries" ;;
   pipe) options+=" $limit -t --timeout -0 --null" ;;
   reset) options+=" --all" ;;
   gc) options+=" -v --verbose" ;;
@@ -31,8 +31,8 @@ _ratelimit_takes_value() {
   case $1 in
   --config | --db | --store | --redis-prefix | --store-timeout | --lock-timeout | --on-store-error | \
     -E | --limited-exit-code | -r | --rate | -a | --algorithm | -b | --burst | -c | --cost | \
-    -t | --timeout | --mode | --trace | --profile | --duration | --load | --seed | --format | \
-    --backoff-on | --backoff | --backoff-max | --retries | -o | --output)
+    -t | --timeout | -j | --concurrency | --lease | --mode | --trace | --profile | --duration | \
+    --load | --seed | --format | --backoff-on | --backoff | --backoff-max | --retries | -o | --output)
     return 0
     ;;
   esac

@@ -18,7 +18,7 @@ function __ratelimit_words
                 return
             case --config --db --store --redis-prefix --store-timeout --lock-timeout --on-store-error \
                 -E --limited-exit-code -r --rate -a --algorithm -b --burst -c --cost \
-                -t --timeout --mode --trace --profile --duration --load --seed --format \
+                -t --timeout -j --concurrency --lease --mode --trace --profile --duration --load --seed --format \
                 --backoff-on --backoff --backoff-max --retries -o --output
                 set skip 1
             case '-*'
@@ -192,6 +192,9 @@ complete -c ratelimit -n '__ratelimit_using run' -l backoff-on -x -d 'Pause the 
 complete -c ratelimit -n '__ratelimit_using run' -l backoff -x -d 'First backoff pause, doubled at each further one'
 complete -c ratelimit -n '__ratelimit_using run' -l backoff-max -x -d 'Longest backoff pause'
 complete -c ratelimit -n '__ratelimit_using run' -l retries -x -d 'Run the command again after the pause, up to N times'
+complete -c ratelimit -n '__ratelimit_using run' -s j -l concurrency -x -d 'At most N commands of KEY at once'
+complete -c ratelimit -n '__ratelimit_using run' -l until-exit -d 'Count each command from its start until it exits'
+complete -c ratelimit -n '__ratelimit_using run' -l lease -x -d 'On Redis, how long a holder counts as alive unrenewed'
 complete -c ratelimit -n '__ratelimit_using pipe' -s 0 -l null -d 'Records end in NUL instead of newline'
 complete -c ratelimit -n '__ratelimit_using reset' -l all -d 'Forget every key'
 complete -c ratelimit -n '__ratelimit_using gc' -s v -l verbose -d 'Say what was removed'

@@ -3,6 +3,7 @@
 #include "cli/exit_status.hpp"
 #include "cli/pause.hpp"
 #include "cli/report.hpp"
+#include "cli/run_holding.hpp"
 #include "cli/usage_error.hpp"
 #include "core/backoff.hpp"
 #include "util/child_process.hpp"
@@ -30,6 +31,9 @@ struct RunOptions {
   LimitOptions limit;
   std::optional<std::string> timeout;
   bool no_wait = false;
+  std::optional<std::string> concurrency; // -j N
+  bool until_exit = false;
+  std::optional<std::string> lease;
   std::vector<std::string> command;
   // Backing off: the exit statuses that pause the key, and how long.
   std::vector<int> backoff_on;
@@ -105,21 +109,18 @@ int run_backing_off(const RunOptions& options, const GlobalOptions& global,
       throw OutputError();
     }
     signals.restore();
-    util::ChildExit child = util::run_child(options.command);
+    int status = util::run_child(options.command);
     signals.block();
-    if (child.spawn_error != 0) {
-      return cannot_run(options.command[0], child.spawn_error);
-    }
-    bool backs_off = child.exited && std::find(options.backoff_on.begin(), options.backoff_on.end(),
-                                               child.status) != options.backoff_on.end();
+    bool backs_off = std::find(options.backoff_on.begin(), options.backoff_on.end(), status) !=
+                     options.backoff_on.end();
     if (!backs_off) {
-      return child.status;
+      return status;
     }
     core::Nanos delay = core::backoff_delay(base, cap, attempt, jitter(entropy));
     bool retrying = attempt < retries;
     try {
       pause_key(global, request.key, delay, [&](util::JsonObject& object) {
-        object.field("exit_status", std::int64_t{child.status})
+        object.field("exit_status", std::int64_t{status})
             .field("backoff_ms", core::ceil_millis(delay))
             .field("retry", retrying);
       });
@@ -132,13 +133,13 @@ int run_backing_off(const RunOptions& options, const GlobalOptions& global,
     if (!global.quiet) {
       util::write_stderr(fmt::format(
           "ratelimit: {} exited with {}: {} paused for {}{}\n",
-          util::printable_key(options.command[0]), child.status, util::printable_key(request.key),
+          util::printable_key(options.command[0]), status, util::printable_key(request.key),
           core::format_duration(delay),
           retrying ? fmt::format("; retry {} of {} after the pause", attempt + 1, retries)
                    : std::string()));
     }
     if (!retrying) {
-      return child.status;
+      return status;
     }
     // A retry waits for its slot after the pause, even under --no-wait: the pause is why
     // it was made.
@@ -146,7 +147,80 @@ int run_backing_off(const RunOptions& options, const GlobalOptions& global,
   }
 }
 
+// -j and --until-exit: the command runs as a child that holds a slot until it exits.
+int run_holding_slot(RunOptions options, const GlobalOptions& global) {
+  HoldingRun run;
+  run.until_exit = options.until_exit;
+  if (options.concurrency) {
+    run.concurrency = parse_positive("--concurrency", *options.concurrency);
+  }
+  if (options.until_exit) {
+    bool algorithm_given = options.limit.algorithm.has_value();
+    if (!options.limit.bursts.empty() ||
+        (algorithm_given && *options.limit.algorithm != "sliding-log")) {
+      throw UsageError("--until-exit counts each command from its start to its exit, as a "
+                       "sliding log counts grants; it takes no -a (but sliding-log) nor -b");
+    }
+  }
+  std::optional<std::string> named_timeout;
+  bool rates_needed =
+      options.until_exit || !options.limit.rates.empty() ||
+      (!options.limit.key.empty() && configuration(global).limits.contains(options.limit.key));
+  if (rates_needed) {
+    named_timeout = apply_named_limit(options.limit, global);
+    if (options.until_exit) {
+      // A named limit's algorithm and bursts do not apply: each rate is a count of runs.
+      options.limit.algorithm = "sliding-log";
+      options.limit.bursts.clear();
+    }
+    run.request = resolve(options.limit);
+  } else {
+    check_key(options.limit.key);
+    run.request.key = options.limit.key;
+    run.request.cost = parse_positive("cost", options.limit.cost.value_or("1"));
+  }
+  if (run.concurrency > 0 && run.request.cost > run.concurrency) {
+    throw UsageError(fmt::format("cost {} is above --concurrency {}: the command could never "
+                                 "run; give -c at most {}",
+                                 run.request.cost, run.concurrency, run.concurrency));
+  }
+  if (!options.timeout) {
+    options.timeout = named_timeout;
+  }
+  if (options.command.empty()) {
+    throw UsageError(
+        "no command to run; expected ratelimit run KEY [-r N/PERIOD] [--] COMMAND [ARG...]");
+  }
+  run.max_wait = parse_timeout(options.timeout);
+  run.no_wait = options.no_wait;
+  auto lease = core::parse_duration(options.lease.value_or("30s"));
+  if (!lease) {
+    throw UsageError("--lease: " + lease.error());
+  }
+  if (*lease < core::k_nanos_per_second) {
+    throw UsageError(fmt::format("invalid --lease \"{}\": expected a duration of at least 1s, "
+                                 "e.g. 30s",
+                                 *options.lease));
+  }
+  run.lease = *lease;
+  run.command = std::move(options.command);
+  // What a command needs to call `ratelimit pause "$RATELIMIT_KEY"` on the same store.
+  export_store_environment(global);
+  ::setenv("RATELIMIT_KEY", run.request.key.c_str(), 1);
+  return run_holding(run, global);
+}
+
 int run_run(RunOptions options, const GlobalOptions& global) {
+  if (options.lease && !options.concurrency && !options.until_exit) {
+    throw UsageError("--lease applies to -j and --until-exit; give one of them");
+  }
+  if (options.concurrency || options.until_exit) {
+    if (!options.backoff_on.empty()) {
+      throw UsageError("--backoff-on does not combine with -j or --until-exit; back off with "
+                       "`ratelimit pause \"$RATELIMIT_KEY\" DURATION` from the command instead");
+    }
+    return run_holding_slot(std::move(options), global);
+  }
   std::optional<std::string> named_timeout = apply_named_limit(options.limit, global);
   if (!options.timeout) {
     options.timeout = named_timeout;
@@ -231,6 +305,19 @@ CommandRun setup_run(CLI::App& app, const GlobalOptions& global) {
                    "With --backoff-on: run COMMAND again after the pause, up to N times")
       ->option_text("N")
       ->check(CLI::Range(0, 1000000));
+  command
+      ->add_option("-j,--concurrency", options->concurrency,
+                   "At most N commands of KEY run at once, across processes (and hosts with "
+                   "Redis); waiters start in arrival order; alone or with -r")
+      ->option_text("N");
+  command->add_flag("--until-exit", options->until_exit,
+                    "Count each command from its start until it exits: no PERIOD overlaps more "
+                    "than N commands' run times (for APIs that count arrivals)");
+  command
+      ->add_option("--lease", options->lease,
+                   "With -j or --until-exit on Redis: a holder on a lost host frees its slot "
+                   "after this (default 30s; renewed every third of it while it runs)")
+      ->option_text("DURATION");
   command
       ->add_option("command", options->command,
                    "The command and its arguments: from the first word after KEY that is not "

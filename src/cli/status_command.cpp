@@ -43,7 +43,31 @@ std::string describe_limits(const core::KeyState& state) {
   return text;
 }
 
-std::string json_status(const store::KeyStatus& status) {
+// The commands on a key's run slots (run -j, --until-exit), as a JSON array.
+std::string runs_json(const std::vector<store::RunEntry>& entries, std::string_view key) {
+  std::string json = "[";
+  for (const store::RunEntry& entry : entries) {
+    if (entry.key != key) {
+      continue;
+    }
+    util::JsonObject item;
+    item.field("state", entry.running ? "running" : "waiting")
+        .field("pid", entry.pid)
+        .field("host", entry.host)
+        .field("cost", entry.cost)
+        .field("since", utc_time(entry.since));
+    json += (json.size() > 1 ? "," : "") + item.str();
+  }
+  return json + "]";
+}
+
+bool has_runs(const std::vector<store::RunEntry>& entries, std::string_view key) {
+  return std::any_of(entries.begin(), entries.end(),
+                     [&](const store::RunEntry& entry) { return entry.key == key; });
+}
+
+std::string json_status(const store::KeyStatus& status,
+                        const std::vector<store::RunEntry>& entries) {
   const core::Decision& standing = status.standing;
   const core::KeyState& state = status.state;
   util::JsonObject object;
@@ -77,6 +101,9 @@ std::string json_status(const store::KeyStatus& status) {
       .field("limited", status.counters.limited)
       .raw_field("waited_ms", json_millis(status.counters.waited_us * core::k_nanos_per_micro));
   object.raw_field("counters", counters.str());
+  if (has_runs(entries, status.key)) {
+    object.raw_field("runs", runs_json(entries, status.key));
+  }
   return object.str();
 }
 
@@ -101,6 +128,21 @@ void print_table(const std::vector<std::vector<std::string>>& rows) {
   util::write_stdout(out);
 }
 
+// The commands on run slots, one line each, before the keys' table.
+void print_runs(const std::vector<store::RunEntry>& entries, core::Nanos now, bool more) {
+  std::vector<std::array<std::string, 6>> rows{{"KEY", "COMMAND", "PID", "HOST", "COST", "SINCE"}};
+  for (const store::RunEntry& entry : entries) {
+    rows.push_back({util::printable_key(entry.key), entry.running ? "running" : "waiting",
+                    std::to_string(entry.pid), util::printable_key(entry.host),
+                    std::to_string(entry.cost),
+                    core::format_duration(std::max<core::Nanos>(0, now - entry.since)) + " ago"});
+  }
+  print_table(rows);
+  if (more) {
+    util::write_stdout("\n");
+  }
+}
+
 int run_status(const StatusOptions& options, const GlobalOptions& global) {
   for (const std::string& key : options.keys) {
     check_key(key);
@@ -108,8 +150,24 @@ int run_status(const StatusOptions& options, const GlobalOptions& global) {
   // A database that does not exist holds no keys: it is not created to say so.
   auto store = open_existing_store(global);
   std::vector<store::KeyStatus> found;
+  std::vector<store::RunEntry> entries;
+  core::Nanos now = 0;
   if (store) {
     found = store->status(options.keys);
+    entries = store->run_entries(options.keys);
+    if (!entries.empty()) {
+      now = store->now();
+    }
+  }
+  // Keys that only commands on their run slots know of (run -j alone).
+  std::vector<std::string> runs_only;
+  for (const store::RunEntry& entry : entries) {
+    bool known = std::any_of(found.begin(), found.end(), [&](const store::KeyStatus& status) {
+      return status.key == entry.key;
+    });
+    if (!known && std::find(runs_only.begin(), runs_only.end(), entry.key) == runs_only.end()) {
+      runs_only.push_back(entry.key);
+    }
   }
 
   // In the order asked for; a key named twice is shown twice. A damaged key is one line on
@@ -124,6 +182,9 @@ int run_status(const StatusOptions& options, const GlobalOptions& global) {
     for (const std::string& key : options.keys) {
       auto match = std::find_if(found.begin(), found.end(),
                                 [&](const store::KeyStatus& status) { return status.key == key; });
+      if (match == found.end() && has_runs(entries, key)) {
+        continue;
+      }
       if (match == found.end()) {
         util::write_stderr(fmt::format("ratelimit: unknown key {}: it has no state (never "
                                        "used, reset or collected as fresh)\n",
@@ -151,10 +212,18 @@ int run_status(const StatusOptions& options, const GlobalOptions& global) {
   if (global.json) {
     std::string out = "[";
     for (std::size_t i = 0; i < shown.size(); ++i) {
-      out += (i ? "," : "") + json_status(*shown[i]);
+      out += (i ? "," : "") + json_status(*shown[i], entries);
+    }
+    for (const std::string& key : runs_only) {
+      util::JsonObject object;
+      object.field("key", key).raw_field("runs", runs_json(entries, key));
+      out += (out.size() > 1 ? "," : "") + object.str();
     }
     util::write_stdout(out + "]\n");
     return exit_status;
+  }
+  if (!entries.empty()) {
+    print_runs(entries, now, !shown.empty());
   }
   if (shown.empty()) {
     return exit_status;

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <hiredis/hiredis.h>
 #include <redis_script.hpp>
@@ -121,7 +122,7 @@ const redisReply& RedisReply::at(std::size_t index) const {
 }
 
 RedisConnection::RedisConnection(const RedisLocation& location, core::Nanos timeout)
-    : m_timeout(timeout) {
+    : m_first_location(location), m_timeout(timeout) {
   try {
     connect(location);
   } catch (...) {
@@ -156,6 +157,9 @@ void RedisConnection::connect(const RedisLocation& location) {
   if (redisSetTimeout(m_context, to_timeval(m_timeout)) != REDIS_OK) {
     fail_io();
   }
+  // hiredis does not mark its socket close-on-exec: a command that `run -j` starts as a
+  // child must not inherit the connection.
+  ::fcntl(m_context->fd, F_SETFD, FD_CLOEXEC);
   if (!location.password.empty()) {
     std::vector<std::string> auth{"AUTH"};
     if (!location.user.empty()) {
@@ -254,6 +258,53 @@ RedisReply RedisConnection::run_script(std::span<const std::string> keys,
     fail(error_text(reply.text()));
   }
   return reply;
+}
+
+RedisReply RedisConnection::run_source(std::string_view script, std::span<const std::string> keys,
+                                       std::span<const std::string> arguments) {
+  std::vector<std::string> call{"EVAL", std::string(script), std::to_string(keys.size())};
+  call.insert(call.end(), keys.begin(), keys.end());
+  call.insert(call.end(), arguments.begin(), arguments.end());
+  RedisReply reply = send(call);
+  if (reply.is_error()) {
+    fail(error_text(reply.text()));
+  }
+  return reply;
+}
+
+void RedisConnection::send_only(std::span<const std::string> arguments) {
+  std::vector<const char*> argv;
+  std::vector<std::size_t> lengths;
+  for (const std::string& argument : arguments) {
+    argv.push_back(argument.data());
+    lengths.push_back(argument.size());
+  }
+  if (redisAppendCommandArgv(m_context, static_cast<int>(argv.size()), argv.data(),
+                             lengths.data()) != REDIS_OK) {
+    fail_io();
+  }
+  int done = 0;
+  while (!done) {
+    if (redisBufferWrite(m_context, &done) != REDIS_OK) {
+      fail_io();
+    }
+  }
+}
+
+RedisReply RedisConnection::read_reply() {
+  void* reply = nullptr;
+  if (redisGetReply(m_context, &reply) != REDIS_OK || !reply) {
+    fail_io();
+  }
+  return RedisReply(static_cast<redisReply*>(reply));
+}
+
+int RedisConnection::fd() const {
+  return m_context->fd;
+}
+
+void RedisConnection::reconnect() {
+  connect(m_first_location);
 }
 
 } // namespace ratelimit::store

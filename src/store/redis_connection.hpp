@@ -49,6 +49,21 @@ public:
   // not know it yet (NOSCRIPT). An error reply throws StoreError.
   RedisReply run_script(std::span<const std::string> keys, std::span<const std::string> arguments);
 
+  // Runs `script` (Lua source) with EVAL: for the scripts that are not the embedded one.
+  RedisReply run_source(std::string_view script, std::span<const std::string> keys,
+                        std::span<const std::string> arguments);
+
+  // Sends `arguments` without reading the reply, for a blocking command (BLPOP) whose reply
+  // the caller awaits on `fd` with poll(2), then reads with `read_reply`. Throws StoreError.
+  void send_only(std::span<const std::string> arguments);
+  // Reads one reply; an error reply is returned, not thrown.
+  RedisReply read_reply();
+  // The connection's socket.
+  int fd() const;
+  // Connects again (to the server first named): a blocking command given up on leaves its
+  // reply pending on the old connection.
+  void reconnect();
+
   // `redis HOST:PORT`, for messages.
   const std::string& name() const { return m_name; }
 
@@ -64,6 +79,7 @@ private:
   [[noreturn]] void fail_io() const;
 
   RedisLocation m_location;
+  RedisLocation m_first_location;
   std::string m_name;
   core::Nanos m_timeout;
   redisContext* m_context = nullptr;

@@ -3,6 +3,7 @@
 #include "core/rate.hpp"
 #include "store/redis_keys.hpp"
 #include "util/key_text.hpp"
+#include "store/redis_run_slots.hpp"
 
 #include <algorithm>
 #include <fmt/format.h>
@@ -176,7 +177,14 @@ std::size_t RedisStore::reset(std::span<const std::string> keys, bool all) {
   if (!all) {
     std::size_t removed = 0;
     for (const std::string& key : keys) {
-      removed += m_script.reset(key) ? 1 : 0;
+      bool existed = m_script.reset(key);
+      // Its run slots too: the commands that hold them finish without them.
+      std::vector<std::string> call{"DEL"};
+      for (std::string& name : RedisRunSlots::names_of(m_prefix, key)) {
+        call.push_back(std::move(name));
+      }
+      existed = m_connection.command(call).integer() > 0 || existed;
+      removed += existed ? 1 : 0;
     }
     return removed;
   }
@@ -225,6 +233,27 @@ core::Nanos RedisStore::now() {
     m_connection.fail("TIME: unexpected reply");
   }
   return seconds * core::k_nanos_per_second + to_nanos(micros);
+}
+
+std::unique_ptr<RunSlots> RedisStore::run_slots(core::Nanos lease) {
+  return std::make_unique<RedisRunSlots>(m_connection, m_prefix, lease);
+}
+
+std::vector<RunEntry> RedisStore::run_entries(std::span<const std::string> keys) {
+  std::vector<std::string> names(keys.begin(), keys.end());
+  if (keys.empty()) {
+    for (const std::string& name : scan()) {
+      constexpr std::string_view k_suffix = ":runs";
+      if (name.ends_with(k_suffix)) {
+        if (auto key = key_of_redis_name(
+                m_prefix, std::string_view(name).substr(0, name.size() - k_suffix.size()))) {
+          names.push_back(*key);
+        }
+      }
+    }
+    std::sort(names.begin(), names.end());
+  }
+  return RedisRunSlots::entries(m_connection, m_prefix, names);
 }
 
 } // namespace ratelimit::store

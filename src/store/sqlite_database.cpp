@@ -1,6 +1,7 @@
 #include "store/sqlite_database.hpp"
 
 #include "store/sqlite_error.hpp"
+#include "store/sqlite_runs_schema.hpp"
 #include "store/sqlite_upgrade.hpp"
 #include "store/store.hpp"
 #include "util/errno_text.hpp"
@@ -153,11 +154,10 @@ void SqliteDatabase::upgrade() {
       upgrade_from_version_1(m_db);
       version = 2;
     }
+    // Version 3: a key's pause, its counters, and the run slots.
     if (version == 2) {
       upgrade_from_version_2(m_db);
-    }
-    if (version <= 2) {
-      upgrade_from_version_2(m_db);
+      upgrade_from_version_2_runs(m_db);
     }
     execute("COMMIT");
   } catch (...) {
@@ -212,6 +212,9 @@ void SqliteDatabase::create() {
   }
   if (rc == SQLITE_OK) {
     rc = sqlite3_exec(db, k_counters_schema, nullptr, nullptr, nullptr);
+  }
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_exec(db, k_runs_schema, nullptr, nullptr, nullptr);
   }
   std::string message = rc == SQLITE_OK ? "" : sqlite_failure_reason(db, rc, m_path);
   sqlite3_close_v2(db);

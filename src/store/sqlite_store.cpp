@@ -2,6 +2,7 @@
 
 #include "core/bounds.hpp"
 #include "store/sqlite_grant_log.hpp"
+#include "store/sqlite_run_slots.hpp"
 #include "store/state_codec.hpp"
 #include "util/clock.hpp"
 #include "util/key_text.hpp"
@@ -444,7 +445,14 @@ std::size_t SqliteStore::reset(std::span<const std::string> keys, bool all) {
       count.step();
       removed = static_cast<std::size_t>(count.column_int(0));
       count.reset();
-      m_database.execute("DELETE FROM grant_log; DELETE FROM keys; DELETE FROM counters");
+      Statement running(m_database.handle(),
+                        "SELECT count(DISTINCT key) FROM runs WHERE key NOT IN "
+                        "(SELECT name FROM keys)");
+      running.step();
+      removed += static_cast<std::size_t>(running.column_int(0));
+      running.reset();
+      m_database.execute(
+          "DELETE FROM grant_log; DELETE FROM keys; DELETE FROM counters; DELETE FROM runs");
       return removed;
     }
     // By id alone, without decoding the state: a damaged key can be reset too.
@@ -456,11 +464,16 @@ std::size_t SqliteStore::reset(std::span<const std::string> keys, bool all) {
         id = select_id.column_int(0);
       }
       select_id.reset();
+      // Its run slots too: the commands that hold them finish without them, those that
+      // wait come again.
+      Statement forget_runs(m_database.handle(), "DELETE FROM runs WHERE key = ?1");
+      forget_runs.bind_blob(1, key).run();
+      bool had_runs = sqlite3_changes(m_database.handle()) > 0;
       if (id) {
         erase(*id);
       }
       prepared(m_erase_counters, "DELETE FROM counters WHERE name = ?1").bind_blob(1, key).run();
-      if (id || sqlite3_changes(m_database.handle()) > 0) {
+      if (id || had_runs || sqlite3_changes(m_database.handle()) > 0) {
         ++removed;
       }
     }
@@ -516,9 +529,18 @@ PauseStanding SqliteStore::pause_of(std::string_view key) {
   return standing;
 }
 
+std::unique_ptr<RunSlots> SqliteStore::run_slots(core::Nanos) {
+  return std::make_unique<SqliteRunSlots>(m_database, m_clock);
+}
+
+std::vector<RunEntry> SqliteStore::run_entries(std::span<const std::string> keys) {
+  return SqliteRunSlots::entries(m_database, keys);
+}
+
 std::vector<std::string> SqliteStore::collect_garbage() {
   return transaction([&] {
     core::Nanos time = now();
+    SqliteRunSlots::collect(m_database, time);
     Statement all(m_database.handle(),
                   fmt::format("SELECT {}, name FROM keys ORDER BY name", k_state_columns));
     std::vector<std::pair<std::int64_t, std::string>> fresh;

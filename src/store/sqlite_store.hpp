@@ -50,6 +50,8 @@ public:
   PauseStanding pause_of(std::string_view key) override;
   std::vector<std::string> collect_garbage() override;
   core::Nanos now() override;
+  std::unique_ptr<RunSlots> run_slots(core::Nanos lease) override;
+  std::vector<RunEntry> run_entries(std::span<const std::string> keys) override;
 
 private:
   struct Row {

@@ -1,7 +1,9 @@
 #pragma once
 
 #include "core/decide.hpp"
+#include "store/run_slots.hpp"
 
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -121,6 +123,15 @@ public:
 
   // The store's clock, in nanoseconds since the epoch.
   virtual core::Nanos now() = 0;
+
+  // A place on the run slots of a key, for one command (`run -j`, `run --until-exit`), alive
+  // while its lease of `lease` is renewed where liveness needs a lease (Redis). The store
+  // must outlive it.
+  virtual std::unique_ptr<RunSlots> run_slots(core::Nanos lease) = 0;
+
+  // The live commands on the run slots of `keys` (of every key when `keys` is empty),
+  // running and waiting, by key and arrival.
+  virtual std::vector<RunEntry> run_entries(std::span<const std::string> keys) = 0;
 };
 
 // The message for a clock past core::k_max_time, of the store named `store`: such a clock

@@ -16,7 +16,7 @@ InterruptSignals::InterruptSignals() {
   for (int signal : {SIGINT, SIGTERM, SIGHUP}) {
     // A signal the parent chose to ignore (nohup, a background job's SIGINT) stays ignored:
     // a blocked signal would otherwise still be delivered to sigtimedwait.
-    struct sigaction current{};
+    struct sigaction current {};
     if (sigaction(signal, nullptr, &current) == 0 && current.sa_handler != SIG_IGN) {
       sigaddset(&m_blocked, signal);
     }
@@ -119,6 +119,50 @@ int InterruptSignals::sleep_watching(std::int64_t duration_ns, int fd, bool& fd_
       return 0;
     }
   }
+}
+
+int InterruptSignals::poll_with_signals(std::int64_t duration_ns, int fd, short events,
+                                        short& revents) {
+  revents = 0;
+  if (m_signal_fd < 0) {
+    m_signal_fd = ::signalfd(-1, &m_blocked, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (m_signal_fd < 0) {
+      return sleep_for(duration_ns == INT64_MAX ? 1'000'000'000 : duration_ns);
+    }
+  }
+  bool forever = duration_ns == INT64_MAX;
+  std::int64_t deadline = forever ? 0 : monotonic_nanos() + duration_ns;
+  pollfd fds[2] = {{m_signal_fd, POLLIN, 0}, {fd, events, 0}};
+  for (;;) {
+    std::int64_t left = forever ? 0 : std::max<std::int64_t>(0, deadline - monotonic_nanos());
+    timespec timeout{static_cast<time_t>(left / 1'000'000'000),
+                     static_cast<long>(left % 1'000'000'000)};
+    int ready = ::ppoll(fds, 2, forever ? nullptr : &timeout, nullptr);
+    if (ready < 0 && errno != EINTR) {
+      return sleep_for(forever ? 1'000'000'000
+                               : std::max<std::int64_t>(0, deadline - monotonic_nanos()));
+    }
+    if (ready > 0 && (fds[0].revents & POLLIN)) {
+      signalfd_siginfo info{};
+      if (::read(m_signal_fd, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
+        return static_cast<int>(info.ssi_signo);
+      }
+    }
+    if (ready > 0 && fds[1].revents != 0) {
+      revents = fds[1].revents;
+      return 0;
+    }
+    if (!forever && deadline - monotonic_nanos() <= 0) {
+      return 0;
+    }
+  }
+}
+
+int InterruptSignals::sleep_or_readable(std::int64_t duration_ns, int fd, bool& readable) {
+  short revents = 0;
+  int signal = poll_with_signals(duration_ns, fd, POLLIN, revents);
+  readable = (revents & POLLIN) != 0;
+  return signal;
 }
 
 } // namespace ratelimit::util

@@ -6,9 +6,9 @@
 
 namespace ratelimit::util {
 
-// Holds SIGINT, SIGTERM and SIGHUP (those not ignored) blocked for its lifetime, so that one arriving between a
-// reservation and the sleep that follows is kept pending rather than lost, and the sleep
-// can wait for the clock or a signal in one system call.
+// Holds SIGINT, SIGTERM and SIGHUP (those not ignored) blocked for its lifetime, so that one
+// arriving between a reservation and the sleep that follows is kept pending rather than lost, and
+// the sleep can wait for the clock or a signal in one system call.
 class InterruptSignals {
 public:
   InterruptSignals();
@@ -37,7 +37,15 @@ public:
   // A signal that arrives as the sleep ends is left pending.
   int sleep_watching(std::int64_t duration_ns, int fd, bool& fd_gone);
 
+  // Sleeps like `sleep_for`, but also ends early, with `readable` set and 0 returned, when
+  // `fd` has something to read. `duration_ns` INT64_MAX sleeps without a time limit.
+  int sleep_or_readable(std::int64_t duration_ns, int fd, bool& readable);
+
 private:
+  // Waits on poll(2) for the signals, `fd` with `events`, and the clock; returns the signal,
+  // or 0 with `revents` set to what `fd` reported.
+  int poll_with_signals(std::int64_t duration_ns, int fd, short events, short& revents);
+
   sigset_t m_blocked{};
   sigset_t m_previous{};
   bool m_restored = false;

@@ -1,0 +1,238 @@
+#include "cli/run_holding.hpp"
+
+#include "cli/acquire.hpp"
+#include "cli/exit_status.hpp"
+#include "cli/report.hpp"
+#include "cli/usage_error.hpp"
+#include "store/store.hpp"
+#include "util/child_process.hpp"
+#include "util/clock.hpp"
+#include "util/json.hpp"
+#include "util/key_text.hpp"
+#include "util/standard_streams.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <limits>
+#include <optional>
+
+namespace ratelimit::cli {
+
+namespace {
+
+constexpr core::Nanos k_forever = std::numeric_limits<core::Nanos>::max();
+
+std::string describe_cap(const core::RunCap& cap) {
+  if (cap.hold == 0) {
+    return fmt::format("(at most {} running at once)", cap.count);
+  }
+  return fmt::format("({} from start to exit)", core::format_rate({cap.count, cap.hold}));
+}
+
+// Why the command may not start, as one line: where its slot is, if anyone knows.
+struct Refusal {
+  std::size_t binding = 0;
+  // When the slot is free, if known.
+  std::optional<core::Nanos> retry_after;
+  bool behind = false;
+  bool timed_out = false;
+};
+
+void report_refusal(const GlobalOptions& global, const HoldingRun& run,
+                    const std::vector<core::RunCap>& caps, const Refusal& refusal) {
+  if (!global.quiet) {
+    std::string limited = fmt::format("{} limited {}", util::printable_key(run.request.key),
+                                      describe_cap(caps[refusal.binding]));
+    std::string where;
+    if (refusal.behind) {
+      where = "commands that came first are waiting";
+    } else if (refusal.retry_after) {
+      where = fmt::format("next slot in {}", core::format_duration(*refusal.retry_after));
+    } else {
+      where = "every slot is held by a running command";
+    }
+    if (refusal.timed_out) {
+      where += fmt::format(", beyond --timeout {}", core::format_duration(run.max_wait));
+    }
+    util::write_stderr(fmt::format("ratelimit: {}; {}\n", limited, where));
+  }
+  if (global.json) {
+    util::JsonObject object;
+    object.field("key", run.request.key).field("allowed", false).field("cost", run.request.cost);
+    if (refusal.retry_after) {
+      object.field("retry_after_ms", core::ceil_millis(*refusal.retry_after));
+    } else {
+      object.raw_field("retry_after_ms", "null");
+    }
+    util::write_stdout(object.str() + "\n");
+    util::flush_stdout();
+  }
+}
+
+std::string caps_json(const std::vector<core::RunCap>& caps) {
+  std::string json = "[";
+  for (const core::RunCap& cap : caps) {
+    util::JsonObject item;
+    item.field("limit", cap.count).raw_field("period_ms", json_millis(cap.hold));
+    if (json.size() > 1) {
+      json += ',';
+    }
+    json += item.str();
+  }
+  return json + "]";
+}
+
+void report_start(const GlobalOptions& global, const HoldingRun& run,
+                  const std::vector<core::RunCap>& caps, core::Nanos waited) {
+  if (!global.json) {
+    return;
+  }
+  util::JsonObject object;
+  object.field("key", run.request.key).field("allowed", true).field("cost", run.request.cost);
+  if (run.concurrency > 0) {
+    object.field("concurrency", run.concurrency);
+  }
+  object.field("until_exit", run.until_exit);
+  if (run.until_exit) {
+    std::vector<core::RunCap> rates(caps.begin(), caps.begin() + run.request.limits.size());
+    object.raw_field("limits", caps_json(rates));
+  }
+  object.field("waited_ms", (waited + core::k_nanos_per_milli / 2) / core::k_nanos_per_milli);
+  util::write_stdout(object.str() + "\n");
+  util::flush_stdout();
+}
+
+// What waiting for the slot ended with.
+struct Slot {
+  bool started = false;
+  int signal = 0;
+  core::Nanos waited = 0;
+};
+
+Slot wait_for_slot(store::RunSlots& slots, util::InterruptSignals& signals,
+                   const GlobalOptions& global, const HoldingRun& run,
+                   const std::vector<core::RunCap>& caps) {
+  core::Nanos hold = 0;
+  for (const core::RunCap& cap : caps) {
+    hold = std::max(hold, cap.hold);
+  }
+  std::int64_t began = util::monotonic_nanos();
+  store::StartAnswer answer = slots.join(run.request.key, run.request.cost, hold, caps);
+  while (!answer.started) {
+    core::Nanos elapsed = util::monotonic_nanos() - began;
+    core::Nanos left = run.max_wait == k_forever ? k_forever : run.max_wait - elapsed;
+    Refusal refusal{answer.admission.binding, std::nullopt, answer.behind, false};
+    if (!answer.behind && answer.admission.admission == core::Admission::at) {
+      refusal.retry_after = answer.admission.at - answer.now;
+    }
+    bool refused = run.no_wait;
+    if (!refused && (left <= 0 || (refusal.retry_after && *refusal.retry_after > left))) {
+      refused = true;
+      refusal.timed_out = true;
+    }
+    if (refused) {
+      slots.leave();
+      report_refusal(global, run, caps, refusal);
+      return {};
+    }
+    core::Nanos sleep = refusal.retry_after ? *refusal.retry_after : left;
+    if (int signal = slots.wait_for_change(sleep, signals)) {
+      slots.leave();
+      return {false, signal, 0};
+    }
+    answer = slots.try_start(caps);
+  }
+  return {true, 0, util::monotonic_nanos() - began};
+}
+
+} // namespace
+
+std::vector<core::RunCap> run_caps(const HoldingRun& run) {
+  std::vector<core::RunCap> caps;
+  if (run.until_exit) {
+    for (const core::Limit& limit : run.request.limits) {
+      caps.push_back({limit.rate.count, limit.rate.period});
+    }
+  }
+  if (run.concurrency > 0) {
+    caps.push_back({run.concurrency, 0});
+  }
+  return caps;
+}
+
+int run_holding(const HoldingRun& run, const GlobalOptions& global) {
+  std::vector<core::RunCap> caps = run_caps(run);
+  std::unique_ptr<store::Store> store;
+  std::unique_ptr<store::RunSlots> slots;
+  util::InterruptSignals signals;
+  try {
+    store = open_store(global);
+    slots = store->run_slots(run.lease);
+    Slot slot = wait_for_slot(*slots, signals, global, run, caps);
+    if (slot.signal != 0) {
+      return 128 + slot.signal;
+    }
+    if (!slot.started) {
+      return global.limited_exit_code;
+    }
+    core::Nanos left = run.max_wait == k_forever
+                           ? k_forever
+                           : std::max<core::Nanos>(0, run.max_wait - slot.waited);
+    if (!run.until_exit && !run.request.limits.empty()) {
+      // The rate's slot after the running slot: commands started in a burst once slots free
+      // up would otherwise follow grants made long before.
+      Acquired acquired = acquire(*store, signals, global, run.request,
+                                  run.no_wait ? Asking::now_to_run : Asking::for_the_next, left);
+      if (acquired.signal != 0 || !acquired.decision.allowed) {
+        slots->finish();
+        return acquired.signal != 0 ? 128 + acquired.signal : global.limited_exit_code;
+      }
+    } else {
+      report_start(global, run, caps, slot.waited);
+    }
+  } catch (const store::StoreError& error) {
+    if (!fail_open(global, error)) {
+      throw;
+    }
+    slots.reset();
+  }
+  if (!check_stdout()) {
+    if (slots) {
+      slots->finish();
+    }
+    throw OutputError();
+  }
+  signals.restore();
+  int status = 0;
+  try {
+    core::Nanos lease = slots ? slots->lease() : 0;
+    status = util::run_child(
+        run.command,
+        [&] {
+          try {
+            slots->renew();
+          } catch (const store::StoreError& error) {
+            util::write_stderr(
+                fmt::format("ratelimit: warning: cannot renew the slot: {}\n", error.what()));
+          }
+        },
+        lease / 3);
+  } catch (const std::runtime_error& error) {
+    if (slots) {
+      slots->finish();
+    }
+    util::write_stderr(fmt::format("ratelimit: {}\n", error.what()));
+    return k_exit_wrapper_failure;
+  }
+  if (slots) {
+    try {
+      slots->finish();
+    } catch (const store::StoreError& error) {
+      util::write_stderr(
+          fmt::format("ratelimit: warning: cannot free the slot: {}\n", error.what()));
+    }
+  }
+  return status;
+}
+
+} // namespace ratelimit::cli

@@ -1,0 +1,308 @@
+#!/usr/bin/env bash
+# run -j N (at most N commands of a key at once) and run --until-exit (each command counted
+# from its start to its exit), on both stores: the caps hold across processes, a dead holder
+# frees its slot, waiters start in arrival order, and a strict API never answers 429.
+. "$(dirname "$0")/lib.sh"
+
+# A command that counts how many of its kind run at once, under an flock of its own, and
+# keeps the most it saw in $TEST_DIR/most: ./counted SECONDS.
+make_counted() {
+  cat >counted <<'SH'
+#!/bin/sh
+exec 9>>"$COUNT_DIR/lock"
+flock 9
+now=$(($(cat "$COUNT_DIR/running" 2>/dev/null || echo 0) + 1))
+echo $now >"$COUNT_DIR/running"
+most=$(cat "$COUNT_DIR/most" 2>/dev/null || echo 0)
+[ $now -gt $most ] && echo $now >"$COUNT_DIR/most"
+echo start >>"$COUNT_DIR/log"
+flock -u 9
+sleep "$1"
+flock 9
+echo $(($(cat "$COUNT_DIR/running") - 1)) >"$COUNT_DIR/running"
+flock -u 9
+SH
+  chmod +x counted
+  export COUNT_DIR=$TEST_DIR
+}
+
+test_j_2_never_lets_3_run_at_once() {
+  make_counted
+  seq 12 | xargs -P 8 -I{} "$RATELIMIT" run k -j 2 -- ./counted 0.2 2>errors
+  expect_eq "" "$(cat errors)" "errors"
+  expect_eq 12 "$(wc -l <log)" "commands run"
+  expect_eq 2 "$(cat most)" "most at once"
+  expect_eq 0 "$(cat running)" "running at the end"
+}
+
+test_j_with_a_rate_keeps_both() {
+  make_counted
+  local started ended
+  started=$(now_ms)
+  seq 10 | xargs -P 6 -I{} "$RATELIMIT" run k -j 3 -r 5/s -- ./counted 0.3 2>errors
+  ended=$(now_ms)
+  expect_eq "" "$(cat errors)" "errors"
+  expect_eq 10 "$(wc -l <log)" "commands run"
+  expect_eq 3 "$(cat most)" "most at once (the rate alone would let 5 through)"
+  # 5/s, a token bucket of 5: the last five a second after the first five.
+  expect_true "10 commands at 5/s in at least 0.9 s, took $((ended - started)) ms" \
+    test $((ended - started)) -ge 900
+}
+
+test_until_exit_counts_a_command_until_it_exits() {
+  # 2/s from start to exit: the third starts a second after the first two exit, not a
+  # second after they started.
+  local started ended
+  started=$(now_ms)
+  rl run k -r 2/s --until-exit -- sleep 0.5 &
+  rl run k -r 2/s --until-exit -- sleep 0.5 &
+  sleep 0.2
+  expect_status 0 rl run k -r 2/s --until-exit -- true
+  ended=$(now_ms)
+  wait
+  expect_true "the third waited for the exits plus 1 s: $((ended - started)) ms" \
+    test $((ended - started)) -ge 1400
+}
+
+test_no_wait_refuses_at_once_when_every_slot_is_held() {
+  rl run k -j 1 -- sleep 1.5 &
+  local holder=$!
+  sleep 0.5
+  expect_status 1 rl run k -j 1 --no-wait -- touch ran
+  expect_one_line
+  expect_contains "$ERR" "limited (at most 1 running at once)"
+  expect_true "not run" test ! -e ran
+  expect_status 1 rl --json run k -j 1 --no-wait -- touch ran
+  expect_contains "$OUT" '"allowed":false'
+  expect_contains "$OUT" '"retry_after_ms":null'
+  wait $holder
+  expect_status 0 rl run k -j 1 --no-wait -- touch ran
+  expect_true "run once free" test -e ran
+}
+
+test_timeout_bounds_the_wait_for_a_slot() {
+  rl run k -j 1 -- sleep 5 &
+  sleep 0.4
+  local started ended
+  started=$(now_ms)
+  expect_status 1 rl run k -j 1 -t 0.5s -- touch ran
+  ended=$(now_ms)
+  expect_contains "$ERR" "beyond --timeout 0.5s"
+  expect_true "gave up after about 0.5 s: $((ended - started)) ms" \
+    test $((ended - started)) -ge 400 -a $((ended - started)) -lt 4000
+  expect_true "not run" test ! -e ran
+  # A known release beyond the timeout is refused at once.
+  wait
+  rl run u -r 1/30s --until-exit -- true
+  started=$(now_ms)
+  expect_status 1 rl run u -r 1/30s --until-exit -t 5s -- touch ran
+  ended=$(now_ms)
+  expect_contains "$ERR" "next slot in"
+  # At once: not after waiting out the timeout (a loaded machine may take a while to start).
+  expect_true "refused at once: $((ended - started)) ms" test $((ended - started)) -lt 4000
+}
+
+test_a_killed_holder_frees_its_slot_within_a_second() {
+  on_store sqlite || return 0
+  "$RATELIMIT" run k -j 1 -- sleep 30 &
+  local holder=$!
+  sleep 0.5
+  local child
+  child=$(pgrep -P $holder sleep)
+  expect_true "the command runs as a child" test -n "$child"
+  rl run k -j 1 -- touch ran &
+  local waiter=$!
+  sleep 0.5
+  expect_true "the waiter waits" test ! -e ran
+  local killed
+  killed=$(now_ms)
+  kill -9 $holder $child
+  local tries=0
+  while [ ! -e ran ] && [ $tries -lt 50 ]; do
+    sleep 0.02
+    tries=$((tries + 1))
+  done
+  expect_true "the waiter ran within a second of the kill" test -e ran
+  expect_true "within a second: $(($(now_ms) - killed)) ms" test $(($(now_ms) - killed)) -lt 1000
+  wait $waiter
+}
+
+test_a_killed_holder_frees_its_slot_when_its_lease_runs_out() {
+  on_store redis || return 0
+  "$RATELIMIT" run k -j 1 --lease 2s -- sleep 30 &
+  local holder=$!
+  sleep 0.5
+  local child
+  child=$(pgrep -P $holder sleep)
+  rl run k -j 1 --lease 2s -- touch ran &
+  local waiter=$!
+  sleep 0.5
+  expect_true "the waiter waits" test ! -e ran
+  local killed
+  killed=$(now_ms)
+  kill -9 $holder $child
+  # A lease renewed last up to 2/3 s before the kill: free 1.3 to 2 s after it.
+  local tries=0
+  while [ ! -e ran ] && [ $tries -lt 200 ]; do
+    sleep 0.02
+    tries=$((tries + 1))
+  done
+  local took=$(($(now_ms) - killed))
+  expect_true "the waiter ran once the lease ran out" test -e ran
+  expect_true "within the lease and a second: $took ms" test $took -lt 3000
+  wait $waiter
+}
+
+test_a_running_holder_keeps_its_slot_past_its_lease() {
+  on_store redis || return 0
+  "$RATELIMIT" run k -j 1 --lease 1s -- sleep 2.5 &
+  sleep 0.3
+  expect_status 1 rl run k -j 1 --lease 1s -t 1.5s -- touch ran
+  expect_true "not run while the holder renews its lease" test ! -e ran
+  wait
+}
+
+test_a_killed_supervisor_takes_its_command_with_it() {
+  on_store sqlite || return 0
+  "$RATELIMIT" run k -j 1 -- sleep 30 &
+  local holder=$!
+  sleep 0.5
+  local child
+  child=$(pgrep -P $holder sleep)
+  kill -9 $holder
+  sleep 0.3
+  # Gone, or a zombie that its new parent has not reaped yet.
+  local state
+  state=$(ps -o stat= -p "$child")
+  expect_true "the command went with ratelimit (state: $state)" test -z "$state" -o "${state#Z}" != "$state"
+  expect_status 0 rl run k -j 1 --no-wait -- true
+}
+
+test_waiters_start_in_arrival_order() {
+  rl run k -j 1 -- sleep 1 &
+  sleep 0.3
+  local i
+  for i in 1 2 3 4; do
+    rl run k -j 1 -- sh -c "echo $i >>order; sleep 0.1" &
+    sleep 0.15
+  done
+  wait
+  expect_eq "1 2 3 4" "$(echo $(cat order))" "order"
+}
+
+test_signals_are_passed_to_the_command() {
+  "$RATELIMIT" run k -j 1 -- sh -c 'trap "echo got TERM >>caught; exit 7" TERM; sleep 10 & wait' &
+  local holder=$!
+  sleep 0.5
+  kill -TERM $holder
+  wait $holder
+  expect_eq 7 $? "status: the command's"
+  expect_eq "got TERM" "$(cat caught)" "the command got SIGTERM"
+  rl run k -j 1 -- sh -c 'kill -KILL $$'
+  expect_eq 137 $? "killed by signal 9: 128 + 9"
+  expect_status 0 rl run k -j 1 --no-wait -- true
+}
+
+test_the_commands_status_and_failures() {
+  expect_status 3 rl run k -j 2 -- sh -c 'exit 3'
+  expect_status 127 rl run k -j 2 -- no-such-command-here
+  expect_contains "$ERR" "cannot run \"no-such-command-here\": command not found"
+  expect_status 0 rl run k -j 2 --no-wait -- true
+}
+
+test_the_command_inherits_no_descriptor_of_ratelimits() {
+  local own
+  own=$(sh -c 'ls /proc/$$/fd' | sort | tr '\n' ' ')
+  expect_status 0 rl run k -j 1 -- sh -c 'ls /proc/$$/fd'
+  expect_eq "$own" "$(sort <<<"$OUT" | tr '\n' ' ')" "descriptors under -j"
+  expect_status 0 rl run u -r 5/s --until-exit -- sh -c 'ls /proc/$$/fd'
+  expect_eq "$own" "$(sort <<<"$OUT" | tr '\n' ' ')" "descriptors under --until-exit"
+}
+
+test_usage_errors() {
+  expect_status 125 rl run k -j 0 -- true
+  expect_one_line
+  expect_contains "$ERR" "invalid --concurrency \"0\""
+  expect_status 125 rl run k -j 2 -c 3 -- true
+  expect_contains "$ERR" "cost 3 is above --concurrency 2"
+  expect_status 125 rl run k --until-exit -a token-bucket -r 1/s -- true
+  expect_one_line
+  expect_contains "$ERR" "--until-exit"
+  expect_status 125 rl run k --until-exit -- true
+  expect_contains "$ERR" "no rate"
+  expect_status 0 rl run k --until-exit -a sliding-log -r 1/s -- true
+}
+
+test_status_shows_the_holders_and_reset_frees_them() {
+  "$RATELIMIT" run k -j 1 -- sleep 30 &
+  local holder=$!
+  sleep 0.5
+  expect_status 0 rl status k
+  expect_true "a line for the holder: $OUT" grep -Eq "^\"k\" +running +$holder " <<<"$OUT"
+  expect_status 0 rl --json status k
+  expect_contains "$OUT" "\"pid\":$holder"
+  expect_status 1 rl run k -j 1 --no-wait -- true
+  expect_status 0 rl reset k
+  expect_status 0 rl run k -j 1 --no-wait -- true
+  kill $holder
+  wait $holder
+}
+
+# --- a strict API ---------------------------------------------------------------------------
+
+# Starts tests/integration/stand_in_api.py (5 per second by arrival) on loopback; sets
+# API_PORT and API_PID.
+start_api() {
+  /usr/bin/python3 "$SUITE_DIR/stand_in_api.py" --port-file port --log arrivals --limit 5 \
+    --period 1 --lifetime 120 &
+  API_PID=$!
+  local tries=0
+  while [ ! -s port ] && [ $tries -lt 100 ]; do
+    sleep 0.05
+    tries=$((tries + 1))
+  done
+  API_PORT=$(cat port)
+}
+
+stop_api() {
+  kill "$API_PID" 2>/dev/null
+  wait "$API_PID" 2>/dev/null
+}
+
+# 40 curls through xargs -P 8, each delayed before it connects by 0 or 0.3 s (a start, a
+# lookup, a handshake that vary); prints how many were answered 429.
+curl_forty() {
+  cat >call <<'SH'
+#!/bin/sh
+[ $(($1 % 2)) = 1 ] && sleep 0.3
+exec curl -s -o /dev/null -w '%{http_code}\n' "http://127.0.0.1:$API_PORT/item/$1"
+SH
+  chmod +x call
+  export API_PORT
+  seq 40 | xargs -P 8 -I{} "$RATELIMIT" run api -r 5/s "$@" -- ./call {} >codes 2>errors
+  grep -c 429 codes
+}
+
+test_a_strict_api_never_answers_429_with_until_exit() {
+  command -v curl >/dev/null || { skip "no curl"; return 0; }
+  start_api
+  local refused
+  refused=$(curl_forty --until-exit)
+  stop_api
+  expect_eq "" "$(cat errors)" "errors"
+  expect_eq 40 "$(grep -c 200 arrivals)" "requests accepted"
+  expect_eq 0 "$refused" "answers 429 with --until-exit"
+}
+
+test_a_strict_api_answers_429_to_grants_a_period_apart() {
+  command -v curl >/dev/null || { skip "no curl"; return 0; }
+  start_api
+  local refused
+  refused=$(curl_forty -a sliding-log)
+  stop_api
+  expect_eq 40 "$(wc -l <arrivals)" "requests"
+  expect_true "some answers 429 without --until-exit (the test tests something): $refused" \
+    test "$refused" -gt 0
+}
+
+run_suite
