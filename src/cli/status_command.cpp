@@ -130,7 +130,7 @@ void print_table(const std::vector<std::vector<std::string>>& rows) {
 
 // The commands on run slots, one line each, before the keys' table.
 void print_runs(const std::vector<store::RunEntry>& entries, core::Nanos now, bool more) {
-  std::vector<std::array<std::string, 6>> rows{{"KEY", "COMMAND", "PID", "HOST", "COST", "SINCE"}};
+  std::vector<std::vector<std::string>> rows{{"KEY", "COMMAND", "PID", "HOST", "COST", "SINCE"}};
   for (const store::RunEntry& entry : entries) {
     rows.push_back({util::printable_key(entry.key), entry.running ? "running" : "waiting",
                     std::to_string(entry.pid), util::printable_key(entry.host),
