@@ -10,7 +10,7 @@ namespace ratelimit::store {
 // util::LivenessFile); `started` is null while it waits, `ended` while it runs; an ended
 // row is kept for `hold` (its longest cap's hold) after `ended`.
 inline constexpr const char* k_runs_schema = R"sql(
-CREATE TABLE runs (
+CREATE TABLE IF NOT EXISTS runs (
   id INTEGER PRIMARY KEY,
   key BLOB NOT NULL,
   cost INTEGER NOT NULL,
@@ -22,7 +22,7 @@ CREATE TABLE runs (
   started INTEGER,
   ended INTEGER
 );
-CREATE INDEX runs_by_key ON runs (key, id);
+CREATE INDEX IF NOT EXISTS runs_by_key ON runs (key, id);
 )sql";
 
 // Upgrades a database of schema version 2 to 3 (the run slots' table), inside the caller's
