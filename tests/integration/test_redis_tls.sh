@@ -30,8 +30,8 @@ stop_servers() {
 }
 trap stop_servers EXIT
 
-# A CA, a server certificate for localhost and 127.0.0.1 and a client certificate signed by
-# it, and another CA that signed nothing of ours. EC keys: made in milliseconds.
+# A CA, a server certificate for localhost and 127.0.0.1, one for localhost only and a client
+# certificate signed by it, and another CA that signed nothing of ours. EC keys: made in milliseconds.
 make_certificates() {
   mkdir -p "$CERTS" && cd "$CERTS" || exit 1
   local ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
@@ -43,6 +43,9 @@ make_certificates() {
       printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' >server.ext &&
       openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 \
         -extfile server.ext -out server.crt &&
+      printf 'subjectAltName=DNS:localhost\n' >named.ext &&
+      openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 \
+        -extfile named.ext -out named.crt &&
       openssl req "${ec[@]}" -keyout client.key -out client.csr -subj /CN=ratelimit-client &&
       openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 \
         -out client.crt
@@ -91,7 +94,9 @@ tls_arguments=(--port 0 --bind 127.0.0.1 --tls-cert-file "$CERTS/server.crt"
   --tls-key-file "$CERTS/server.key" --tls-ca-cert-file "$CERTS/ca.crt")
 start_server tls --tls-port PORT "${tls_arguments[@]}" --tls-auth-clients no
 TLS_PORT=$PORT
-start_server mtls --tls-port PORT "${tls_arguments[@]}" --tls-auth-clients yes
+# This one's certificate names localhost only.
+start_server mtls --tls-port PORT "${tls_arguments[@]/server.crt/named.crt}" \
+  --tls-auth-clients yes
 MTLS_PORT=$PORT
 unset RATELIMIT_STORE RATELIMIT_STORE_PASSWORD RATELIMIT_STORE_CA RATELIMIT_STORE_CERT \
   RATELIMIT_STORE_KEY
@@ -126,11 +131,11 @@ test_tls_without_the_ca_exits_3_saying_why() {
 }
 
 test_tls_client_certificate_demanded_and_given() {
-  local store=rediss://127.0.0.1:$MTLS_PORT
+  local store=rediss://localhost:$MTLS_PORT
   export RATELIMIT_STORE_CA=$CERTS/ca.crt
   expect_status 3 rl --store "$store" try k -r 1/s
   expect_one_line
-  expect_contains "$ERR" "ratelimit: redis 127.0.0.1:$MTLS_PORT: "
+  expect_contains "$ERR" "ratelimit: redis localhost:$MTLS_PORT: "
   # The server's alert when it reaches us ("certificate required"), else its closing.
   expect_contains "$ERR" "client certificate"
   expect_contains "$ERR" "--store-cert"
@@ -159,6 +164,14 @@ test_run_waits_for_a_slot_over_tls() {
   expect_true "ran" test -e ran
   expect_true "waited for the first to end, about 0.6 s: $((ended - started)) ms" \
     test $((ended - started)) -ge 300 -a $((ended - started)) -lt 2500
+}
+
+test_tls_certificate_for_another_host_exits_3() {
+  # The certificate is signed by the CA given, but names localhost, not 127.0.0.1.
+  expect_status 3 rl --store "rediss://127.0.0.1:$MTLS_PORT" --store-ca "$CERTS/ca.crt" \
+    --store-cert "$CERTS/client.crt" --store-key "$CERTS/client.key" try k -r 1/s
+  expect_one_line
+  expect_contains "$ERR" "ratelimit: redis 127.0.0.1:$MTLS_PORT: the server's certificate does not verify: IP address mismatch"
 }
 
 test_plain_client_on_the_tls_port_fails_within_the_timeout() {
