@@ -5,7 +5,8 @@
 # The options of `command` (none: the global options alone), global options included:
 # they are accepted after the command name too.
 _ratelimit_options() {
-  local options="--config --db --store --redis-prefix --store-timeout --lock-timeout --on-store-error
+  local options="--config --db --store --redis-prefix --store-timeout --store-ca --store-cert
+    --store-key --lock-timeout --on-store-error
     --json -q --quiet -E --limited-exit-code -h --help"
   local limit="-r --rate -a --algorithm -b --burst -c --cost"
   case $1 in
@@ -29,7 +30,8 @@ _ratelimit_options() {
 # Whether `$1` is an option that takes the next word as its value.
 _ratelimit_takes_value() {
   case $1 in
-  --config | --db | --store | --redis-prefix | --store-timeout | --lock-timeout | --on-store-error | \
+  --config | --db | --store | --redis-prefix | --store-timeout | --store-ca | --store-cert | \
+    --store-key | --lock-timeout | --on-store-error | \
     -E | --limited-exit-code | -r | --rate | -a | --algorithm | -b | --burst | -c | --cost | \
     -t | --timeout | -j | --concurrency | --lease | --mode | --trace | --profile | --duration | \
     --load | --seed | --format | --backoff-on | --backoff | --backoff-max | --retries | -o | --output)
@@ -162,7 +164,7 @@ _ratelimit() {
     mapfile -t COMPREPLY < <(compgen -W "$algorithms" -- "$cur")
     return
     ;;
-  --config | --db | --trace | -o | --output)
+  --config | --db | --trace | -o | --output | --store-ca | --store-cert | --store-key)
     if declare -F _filedir >/dev/null; then
       _filedir
     else
@@ -172,7 +174,7 @@ _ratelimit() {
     return
     ;;
   --store)
-    mapfile -t COMPREPLY < <(compgen -W "redis:// sqlite:" -- "$cur")
+    mapfile -t COMPREPLY < <(compgen -W "redis:// rediss:// unix:// sqlite:" -- "$cur")
     compopt -o nospace 2>/dev/null
     return
     ;;

@@ -16,7 +16,8 @@ function __ratelimit_words
             case --
                 echo -- --
                 return
-            case --config --db --store --redis-prefix --store-timeout --lock-timeout --on-store-error \
+            case --config --db --store --redis-prefix --store-timeout --store-ca --store-cert --store-key \
+                --lock-timeout --on-store-error \
                 -E --limited-exit-code -r --rate -a --algorithm -b --burst -c --cost \
                 -t --timeout -j --concurrency --lease --mode --trace --profile --duration --load --seed --format \
                 --backoff-on --backoff --backoff-max --retries -o --output
@@ -166,9 +167,12 @@ complete -c ratelimit -n __ratelimit_no_command -a simulate -d 'Compare the algo
 set -l global 'not __ratelimit_after_separator'
 complete -c ratelimit -n $global -l config -r -F -d 'Configuration file of named limits and the store'
 complete -c ratelimit -n $global -l db -r -F -d 'SQLite database shared by all invocations'
-complete -c ratelimit -n $global -l store -x -a 'redis:// sqlite:' -d 'Where keys live'
+complete -c ratelimit -n $global -l store -x -a 'redis:// rediss:// unix:// sqlite:' -d 'Where keys live'
 complete -c ratelimit -n $global -l redis-prefix -x -d 'Prefix of the Redis key names'
 complete -c ratelimit -n $global -l store-timeout -x -d 'Longest wait to connect to Redis and for each reply'
+complete -c ratelimit -n $global -l store-ca -r -F -d 'CA certificate of the rediss:// server'
+complete -c ratelimit -n $global -l store-cert -r -F -d 'Client certificate for rediss://'
+complete -c ratelimit -n $global -l store-key -r -F -d 'Private key of --store-cert'
 complete -c ratelimit -n $global -l lock-timeout -x -d 'Longest wait for the database lock'
 complete -c ratelimit -n $global -l on-store-error -x -a 'deny allow' -d 'What a store failure does'
 complete -c ratelimit -n $global -l json -d 'Print JSON on standard output'

@@ -51,7 +51,8 @@ void add_global_options(CLI::App& app, GlobalOptions& options) {
                  "/etc/ratelimit/limits.toml)")
       ->option_text("FILE");
   app.add_option("--store", options.store,
-                 "Where keys live: redis://[[user]:password@]host[:port][/db] or sqlite:PATH "
+                 "Where keys live: redis[s]://[[user]:password@]host[:port][/db], "
+                 "unix://[[user]:password@]/path[?db=N] or sqlite:PATH "
                  "(default $RATELIMIT_STORE, else the SQLite database)")
       ->option_text("URL");
   if (const char* prefix = std::getenv("RATELIMIT_REDIS_PREFIX"); prefix && *prefix) {
@@ -65,6 +66,18 @@ void add_global_options(CLI::App& app, GlobalOptions& options) {
                  "Longest wait to connect to Redis and for each reply before failing with "
                  "status 3 (default [store] timeout, else 1s)")
       ->option_text("DURATION");
+  app.add_option("--store-ca", options.store_ca,
+                 "CA certificate (PEM) that the rediss:// server's certificate must verify "
+                 "against, instead of the system's (default $RATELIMIT_STORE_CA)")
+      ->option_text("FILE");
+  app.add_option("--store-cert", options.store_cert,
+                 "Client certificate (PEM) for a rediss:// server that demands one (default "
+                 "$RATELIMIT_STORE_CERT)")
+      ->option_text("FILE");
+  app.add_option("--store-key", options.store_key,
+                 "Private key (PEM) of --store-cert, if not in its file (default "
+                 "$RATELIMIT_STORE_KEY)")
+      ->option_text("FILE");
 }
 
 namespace {
@@ -145,6 +158,38 @@ std::optional<std::string> config_store_setting(const GlobalOptions& options,
     return std::nullopt;
   }
   return configuration(options).*setting;
+}
+
+// The option's value, else the environment variable's.
+std::string option_or_env(const std::string& value, const char* variable) {
+  if (!value.empty()) {
+    return value;
+  }
+  const char* env = std::getenv(variable);
+  return env ? env : "";
+}
+
+// What a Redis location takes from outside the URL: the password from the environment, where
+// `ps` does not show it (a password in the URL wins), and the TLS files.
+void complete_redis_location(const GlobalOptions& options, store::RedisLocation& location) {
+  if (location.password.empty()) {
+    location.password = option_or_env("", "RATELIMIT_STORE_PASSWORD");
+  }
+  if (!location.user.empty() && location.password.empty()) {
+    throw UsageError(fmt::format("the store URL names the user \"{}\" but no password: give it "
+                                 "in RATELIMIT_STORE_PASSWORD or in the URL, {}",
+                                 location.user.substr(0, 100), store::k_store_url_form));
+  }
+  if (!location.tls) {
+    return;
+  }
+  location.tls_files.ca_file = option_or_env(options.store_ca, "RATELIMIT_STORE_CA");
+  location.tls_files.cert_file = option_or_env(options.store_cert, "RATELIMIT_STORE_CERT");
+  location.tls_files.key_file = option_or_env(options.store_key, "RATELIMIT_STORE_KEY");
+  if (!location.tls_files.key_file.empty() && location.tls_files.cert_file.empty()) {
+    throw UsageError("--store-key names the key of a client certificate, but no --store-cert "
+                     "(or RATELIMIT_STORE_CERT) names the certificate");
+  }
 }
 
 } // namespace
@@ -231,8 +276,10 @@ std::unique_ptr<store::Store> open_store_as(const GlobalOptions& options,
     if (!location) {
       throw UsageError(location.error());
     }
-    if (const auto* redis = std::get_if<store::RedisLocation>(&*location)) {
-      return std::make_unique<store::RedisStore>(*redis, options.redis_prefix, timeout);
+    if (const auto* parsed = std::get_if<store::RedisLocation>(&*location)) {
+      store::RedisLocation redis = *parsed;
+      complete_redis_location(options, redis);
+      return std::make_unique<store::RedisStore>(redis, options.redis_prefix, timeout);
     }
     path = std::get<store::SqliteLocation>(*location).path;
   }

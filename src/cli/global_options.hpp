@@ -27,6 +27,9 @@ struct GlobalOptions {
   std::string store;                       // --store URL; empty: $RATELIMIT_STORE, else --db
   std::string redis_prefix = "ratelimit:"; // --redis-prefix
   std::string store_timeout; // --store-timeout: Redis connect and commands; empty: not given
+  std::string store_ca;      // --store-ca FILE (rediss://); else $RATELIMIT_STORE_CA
+  std::string store_cert;    // --store-cert FILE; else $RATELIMIT_STORE_CERT
+  std::string store_key;     // --store-key FILE; else $RATELIMIT_STORE_KEY
   std::string config;        // --config FILE: the named limits and the store
   // The configuration files, read once when first needed (see `configuration`).
   mutable std::optional<Config> loaded_config;
@@ -59,7 +62,8 @@ std::string database_path(const GlobalOptions& options);
 
 // Opens the store the options name: --store, else --db, else $RATELIMIT_STORE, else the
 // database of `database_path`. A missing SQLite database is created, the default one in a
-// directory of mode 0700. Throws StoreError or UsageError.
+// directory of mode 0700. A Redis URL without a password takes $RATELIMIT_STORE_PASSWORD's.
+// Throws StoreError or UsageError.
 std::unique_ptr<store::Store> open_store(const GlobalOptions& options);
 
 // The same for the commands that only read or forget keys: a missing SQLite database is

@@ -2,6 +2,7 @@
 
 #include "core/rate.hpp"
 #include "store/store.hpp"
+#include "store/tls_stream.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -47,8 +48,8 @@ std::string lower_first(std::string text) {
 // it at its first long command ("protocol error: unauthenticated multibulk length").
 std::string error_text(std::string_view message) {
   if (message.starts_with("NOAUTH") || message.find("unauthenticated") != std::string_view::npos) {
-    return fmt::format("authentication required: the server wants a password; give it in the "
-                       "store URL, {}",
+    return fmt::format("authentication required: the server wants a password; give it in "
+                       "RATELIMIT_STORE_PASSWORD or in the store URL, {}",
                        k_redis_password_form);
   }
   if (message.starts_with("WRONGPASS") ||
@@ -137,13 +138,39 @@ void RedisConnection::close() {
     redisFree(m_context);
     m_context = nullptr;
   }
+  if (m_reader) {
+    redisReaderFree(m_reader);
+    m_reader = nullptr;
+  }
+  m_tls.reset();
 }
 
 void RedisConnection::connect(const RedisLocation& location) {
   close();
   m_location = location;
   m_name = "redis " + location.address();
-  m_context = redisConnectWithTimeout(location.host.c_str(), location.port, to_timeval(m_timeout));
+  if (location.tls) {
+    try {
+      m_tls =
+          std::make_unique<TlsStream>(location.host, location.port, location.tls_files, m_timeout);
+    } catch (const TlsError& error) {
+      fail_tls(error, true);
+    }
+    m_reader = redisReaderCreate();
+    if (!m_reader) {
+      fail("cannot connect: out of memory");
+    }
+  } else {
+    connect_plain(location);
+  }
+  authenticate(location);
+}
+
+void RedisConnection::connect_plain(const RedisLocation& location) {
+  m_context =
+      location.socket_path.empty()
+          ? redisConnectWithTimeout(location.host.c_str(), location.port, to_timeval(m_timeout))
+          : redisConnectUnixWithTimeout(location.socket_path.c_str(), to_timeval(m_timeout));
   if (!m_context) {
     fail("cannot connect: out of memory");
   }
@@ -160,6 +187,9 @@ void RedisConnection::connect(const RedisLocation& location) {
   // hiredis does not mark its socket close-on-exec: a command that `run -j` starts as a
   // child must not inherit the connection.
   ::fcntl(m_context->fd, F_SETFD, FD_CLOEXEC);
+}
+
+void RedisConnection::authenticate(const RedisLocation& location) {
   if (!location.password.empty()) {
     std::vector<std::string> auth{"AUTH"};
     if (!location.user.empty()) {
@@ -220,7 +250,62 @@ RedisReply RedisConnection::send(std::span<const std::string> arguments) {
   }
 }
 
+void RedisConnection::fail_tls(const TlsError& error, bool connecting) const {
+  if (error.kind() == TlsError::Kind::timeout) {
+    fail(fmt::format("{} within {} (--store-timeout)", connecting ? "cannot connect" : "no answer",
+                     core::format_seconds(m_timeout)));
+  }
+  fail(error.what());
+}
+
+void RedisConnection::tls_send(std::span<const std::string> arguments) {
+  std::vector<const char*> argv;
+  std::vector<std::size_t> lengths;
+  for (const std::string& argument : arguments) {
+    argv.push_back(argument.data());
+    lengths.push_back(argument.size());
+  }
+  char* command = nullptr;
+  int length =
+      redisFormatCommandArgv(&command, static_cast<int>(argv.size()), argv.data(), lengths.data());
+  if (length < 0) {
+    fail("out of memory");
+  }
+  std::unique_ptr<char, void (*)(char*)> owned(command, redisFreeCommand);
+  try {
+    m_tls->write({command, static_cast<std::size_t>(length)});
+  } catch (const TlsError& error) {
+    fail_tls(error, false);
+  }
+}
+
+RedisReply RedisConnection::tls_read_reply() {
+  for (;;) {
+    void* reply = nullptr;
+    if (redisReaderGetReply(m_reader, &reply) != REDIS_OK) {
+      fail(fmt::format("protocol error: {}", m_reader->errstr));
+    }
+    if (reply) {
+      return RedisReply(static_cast<redisReply*>(reply));
+    }
+    char buffer[16 * 1024];
+    std::size_t length = 0;
+    try {
+      length = m_tls->read(buffer, sizeof buffer);
+    } catch (const TlsError& error) {
+      fail_tls(error, false);
+    }
+    if (redisReaderFeed(m_reader, buffer, length) != REDIS_OK) {
+      fail(fmt::format("protocol error: {}", m_reader->errstr));
+    }
+  }
+}
+
 RedisReply RedisConnection::send_here(std::span<const std::string> arguments) {
+  if (m_tls) {
+    tls_send(arguments);
+    return tls_read_reply();
+  }
   std::vector<const char*> argv;
   std::vector<std::size_t> lengths;
   for (const std::string& argument : arguments) {
@@ -273,6 +358,10 @@ RedisReply RedisConnection::run_source(std::string_view script, std::span<const 
 }
 
 void RedisConnection::send_only(std::span<const std::string> arguments) {
+  if (m_tls) {
+    tls_send(arguments);
+    return;
+  }
   std::vector<const char*> argv;
   std::vector<std::size_t> lengths;
   for (const std::string& argument : arguments) {
@@ -292,6 +381,9 @@ void RedisConnection::send_only(std::span<const std::string> arguments) {
 }
 
 RedisReply RedisConnection::read_reply() {
+  if (m_tls) {
+    return tls_read_reply();
+  }
   void* reply = nullptr;
   if (redisGetReply(m_context, &reply) != REDIS_OK || !reply) {
     fail_io();
@@ -300,7 +392,12 @@ RedisReply RedisConnection::read_reply() {
 }
 
 int RedisConnection::fd() const {
-  return m_context->fd;
+  return m_tls ? m_tls->fd() : m_context->fd;
+}
+
+bool RedisConnection::reply_buffered() const {
+  const redisReader* reader = m_tls ? m_reader : m_context->reader;
+  return (m_tls && m_tls->pending()) || (reader && reader->pos < reader->len);
 }
 
 void RedisConnection::reconnect() {

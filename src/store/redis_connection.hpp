@@ -9,9 +9,13 @@
 #include <string_view>
 
 struct redisContext;
+struct redisReader;
 struct redisReply;
 
 namespace ratelimit::store {
+
+class TlsStream;
+class TlsError;
 
 // A reply from Redis, freed with it.
 class RedisReply {
@@ -32,9 +36,11 @@ private:
   std::shared_ptr<redisReply> m_reply;
 };
 
-// A blocking connection to one Redis server. Connecting and every command give up after
-// `timeout`; every failure throws StoreError naming the server (never the password). On
-// Redis Cluster it follows MOVED and ASK redirections to the node that holds the key.
+// A blocking connection to one Redis server, over TCP, a Unix socket or TLS. Connecting and
+// every command give up after `timeout`; every failure throws StoreError naming the server
+// (never the password). On Redis Cluster it follows MOVED and ASK redirections to the node
+// that holds the key. Over TLS, hiredis only encodes commands and decodes replies: the bytes
+// go through a TlsStream.
 class RedisConnection {
 public:
   RedisConnection(const RedisLocation& location, core::Nanos timeout);
@@ -60,6 +66,9 @@ public:
   RedisReply read_reply();
   // The connection's socket.
   int fd() const;
+  // Whether a reply may already have been received and buffered (by TLS or the reply
+  // reader): then poll(2) on `fd` would not see it, and `read_reply` need not wait.
+  bool reply_buffered() const;
   // Connects again (to the server first named): a blocking command given up on leaves its
   // reply pending on the old connection.
   void reconnect();
@@ -71,18 +80,28 @@ public:
 
 private:
   void connect(const RedisLocation& location);
+  void connect_plain(const RedisLocation& location);
+  // AUTH and SELECT, as `location` says.
+  void authenticate(const RedisLocation& location);
   void close();
   // Sends one command here; nullptr on an I/O failure.
   RedisReply send_here(std::span<const std::string> arguments);
   // Sends one command, following cluster redirections.
   RedisReply send(std::span<const std::string> arguments);
   [[noreturn]] void fail_io() const;
+  // Over TLS: sends `arguments` as one command; reads one reply.
+  void tls_send(std::span<const std::string> arguments);
+  RedisReply tls_read_reply();
+  [[noreturn]] void fail_tls(const TlsError& error, bool connecting) const;
 
   RedisLocation m_location;
   RedisLocation m_first_location;
   std::string m_name;
   core::Nanos m_timeout;
   redisContext* m_context = nullptr;
+  // Over TLS instead of m_context.
+  std::unique_ptr<TlsStream> m_tls;
+  redisReader* m_reader = nullptr;
 };
 
 // Whether `reply` is an integer, or a string that holds one: `value` gets it.

@@ -132,9 +132,11 @@ int RedisRunSlots::wait_for_change(core::Nanos timeout, util::InterruptSignals& 
   m_connection.send_only(call);
   // Longer than the BLPOP: its reply (nil at its timeout) normally ends the wait, and a
   // connection given up on must be made again.
-  bool readable = false;
-  int signal =
-      signals.sleep_or_readable(sleep + 250 * core::k_nanos_per_milli, m_connection.fd(), readable);
+  // A reply already received into a buffer (TLS decrypts whole records) is not seen by poll.
+  bool readable = m_connection.reply_buffered();
+  int signal = readable ? 0
+                        : signals.sleep_or_readable(sleep + 250 * core::k_nanos_per_milli,
+                                                    m_connection.fd(), readable);
   if (signal != 0 || !readable) {
     // The BLPOP's reply would come later on this connection: another one for what follows.
     m_connection.reconnect();

@@ -75,71 +75,115 @@ bool is_ipv6_address(std::string_view host) {
 } // namespace
 
 std::string RedisLocation::address() const {
+  if (!socket_path.empty()) {
+    return socket_path;
+  }
   if (host.find(':') != std::string::npos) {
     return fmt::format("[{}]:{}", host, port);
   }
   return fmt::format("{}:{}", host, port);
 }
 
-core::Result<StoreLocation> parse_store_url(std::string_view url) {
-  auto fail = [&](std::string_view why) {
-    return core::Result<StoreLocation>::failure(fmt::format(
-        "invalid store \"{}\": {}; expected {}", url.substr(0, 200), why, k_store_url_form));
-  };
-  constexpr std::string_view k_sqlite = "sqlite:";
-  constexpr std::string_view k_redis = "redis://";
-  if (url.starts_with(k_sqlite)) {
-    std::string_view path = url.substr(k_sqlite.size());
-    if (path.empty()) {
-      return fail("no path after sqlite:");
-    }
-    return StoreLocation{SqliteLocation{std::string(path)}};
-  }
-  if (!url.starts_with(k_redis)) {
-    return fail("unknown scheme");
-  }
-  RedisLocation location;
-  std::string_view rest = url.substr(k_redis.size());
+namespace {
 
+using Failure = std::optional<std::string>;
+
+// `[user]:password` or `user` (its password given elsewhere), percent-escaped, into
+// `location`; what is wrong otherwise.
+Failure parse_userinfo(std::string_view userinfo, RedisLocation& location) {
+  std::size_t colon = userinfo.find(':');
+  if (colon == std::string_view::npos) {
+    auto user = percent_decode(userinfo);
+    if (!user || user->empty()) {
+      return !user ? "bad %-escape in the user" : "no ':' before the password";
+    }
+    location.user = *user;
+    return std::nullopt;
+  }
+  auto user = percent_decode(userinfo.substr(0, colon));
+  auto password = percent_decode(userinfo.substr(colon + 1));
+  if (!user || !password) {
+    return "bad %-escape in the password";
+  }
+  if (password->empty()) {
+    return "empty password";
+  }
+  location.user = *user;
+  location.password = *password;
+  return std::nullopt;
+}
+
+// `unix://[[user]:password@]/path[?db=N]`, after the scheme.
+Failure parse_unix(std::string_view rest, RedisLocation& location) {
+  std::size_t slash = rest.find('/');
+  if (slash == std::string_view::npos) {
+    return "no path to the socket (an absolute path: unix:///run/redis/redis.sock)";
+  }
+  std::string_view authority = rest.substr(0, slash);
+  if (!authority.empty()) {
+    if (!authority.ends_with('@')) {
+      return "a host before the socket's path (unix:// takes only a path: "
+             "unix:///run/redis/redis.sock)";
+    }
+    if (auto failure = parse_userinfo(authority.substr(0, authority.size() - 1), location)) {
+      return failure;
+    }
+  }
+  std::string_view path = rest.substr(slash);
+  std::size_t question = path.find('?');
+  if (question != std::string_view::npos) {
+    std::string_view query = path.substr(question + 1);
+    path = path.substr(0, question);
+    constexpr std::string_view k_db = "db=";
+    if (!query.starts_with(k_db)) {
+      return "the only query is ?db=N";
+    }
+    auto db = parse_number(query.substr(k_db.size()), 0, 1'000'000);
+    if (!db) {
+      return "the database is not a whole number";
+    }
+    location.db = *db;
+  }
+  if (path.size() < 2) {
+    return "no path to the socket";
+  }
+  auto decoded = percent_decode(path);
+  if (!decoded) {
+    return "bad %-escape in the path";
+  }
+  location.socket_path = *decoded;
+  return std::nullopt;
+}
+
+// `redis://` or `rediss://` after the scheme: `[[user]:password@]host[:port][/db]`.
+Failure parse_tcp(std::string_view rest, RedisLocation& location) {
   // The authority ends at the first '/'; the userinfo at its last '@'.
   std::size_t slash = rest.find('/');
   std::string_view authority = rest.substr(0, slash);
   if (auto at = authority.rfind('@'); at != std::string_view::npos) {
-    std::string_view userinfo = authority.substr(0, at);
+    if (auto failure = parse_userinfo(authority.substr(0, at), location)) {
+      return failure;
+    }
     authority.remove_prefix(at + 1);
-    std::size_t colon = userinfo.find(':');
-    if (colon == std::string_view::npos) {
-      return fail("no ':' before the password");
-    }
-    auto user = percent_decode(userinfo.substr(0, colon));
-    auto password = percent_decode(userinfo.substr(colon + 1));
-    if (!user || !password) {
-      return fail("bad %-escape in the password");
-    }
-    if (password->empty()) {
-      return fail("empty password");
-    }
-    location.user = *user;
-    location.password = *password;
   }
 
   std::string_view port_text;
   if (authority.starts_with('[')) {
     std::size_t close = authority.find(']');
     if (close == std::string_view::npos) {
-      return fail("no ']' after the IPv6 address");
+      return "no ']' after the IPv6 address";
     }
     location.host = std::string(authority.substr(1, close - 1));
     if (!location.host.empty() && !is_ipv6_address(location.host)) {
-      return fail(fmt::format("invalid IPv6 address \"{}\"", location.host.substr(0, 100)));
+      return fmt::format("invalid IPv6 address \"{}\"", location.host.substr(0, 100));
     }
     std::string_view after = authority.substr(close + 1);
     if (!after.empty() && !after.starts_with(':')) {
-      return fail("unexpected text after the IPv6 address");
+      return "unexpected text after the IPv6 address";
     }
     port_text = after.empty() ? after : after.substr(1);
     if (after == ":") {
-      return fail("empty port");
+      return "empty port";
     }
   } else {
     std::size_t colon = authority.find(':');
@@ -147,24 +191,24 @@ core::Result<StoreLocation> parse_store_url(std::string_view url) {
     if (colon != std::string_view::npos) {
       port_text = authority.substr(colon + 1);
       if (port_text.empty()) {
-        return fail("empty port");
+        return "empty port";
       }
     }
   }
   if (location.host.empty()) {
-    return fail("no host");
+    return "no host";
   }
   // Anything else (a query, a fragment, a space) would only be taken for a host that no
   // resolver knows, and found out later as a store error.
   if (!authority.starts_with('[') && !is_host_name(location.host)) {
-    return fail(fmt::format("invalid host \"{}\" (letters, digits, '-', '.' and '_', or an "
-                            "IPv6 address in brackets)",
-                            location.host.substr(0, 100)));
+    return fmt::format("invalid host \"{}\" (letters, digits, '-', '.' and '_', or an "
+                       "IPv6 address in brackets)",
+                       location.host.substr(0, 100));
   }
   if (!port_text.empty()) {
     auto port = parse_number(port_text, 1, 65535);
     if (!port) {
-      return fail("the port is not a number from 1 to 65535");
+      return "the port is not a number from 1 to 65535";
     }
     location.port = *port;
   }
@@ -173,10 +217,46 @@ core::Result<StoreLocation> parse_store_url(std::string_view url) {
     if (!db_text.empty()) {
       auto db = parse_number(db_text, 0, 1'000'000);
       if (!db) {
-        return fail("the database is not a whole number");
+        return "the database is not a whole number";
       }
       location.db = *db;
     }
+  }
+  return std::nullopt;
+}
+
+} // namespace
+
+core::Result<StoreLocation> parse_store_url(std::string_view url) {
+  auto fail = [&](std::string_view why) {
+    return core::Result<StoreLocation>::failure(fmt::format(
+        "invalid store \"{}\": {}; expected {}", url.substr(0, 200), why, k_store_url_form));
+  };
+  constexpr std::string_view k_sqlite = "sqlite:";
+  constexpr std::string_view k_redis = "redis://";
+  constexpr std::string_view k_rediss = "rediss://";
+  constexpr std::string_view k_unix = "unix://";
+  if (url.starts_with(k_sqlite)) {
+    std::string_view path = url.substr(k_sqlite.size());
+    if (path.empty()) {
+      return fail("no path after sqlite:");
+    }
+    return StoreLocation{SqliteLocation{std::string(path)}};
+  }
+  RedisLocation location;
+  Failure failure;
+  if (url.starts_with(k_redis)) {
+    failure = parse_tcp(url.substr(k_redis.size()), location);
+  } else if (url.starts_with(k_rediss)) {
+    location.tls = true;
+    failure = parse_tcp(url.substr(k_rediss.size()), location);
+  } else if (url.starts_with(k_unix)) {
+    failure = parse_unix(url.substr(k_unix.size()), location);
+  } else {
+    return fail("unknown scheme");
+  }
+  if (failure) {
+    return fail(*failure);
   }
   return StoreLocation{location};
 }

@@ -13,15 +13,27 @@ struct SqliteLocation {
   std::string path;
 };
 
-// `redis://[[user]:password@]host[:port][/db]`.
+// The files that make a TLS connection trusted, for rediss://. Empty: none given.
+struct TlsFiles {
+  std::string ca_file;   // --store-ca: the CA that signed the server's certificate (else the
+                         // system's CAs)
+  std::string cert_file; // --store-cert: a client certificate, for a server that demands one
+  std::string key_file;  // --store-key: its private key (else in `cert_file`)
+};
+
+// `redis[s]://[[user]:password@]host[:port][/db]` or
+// `unix://[[user]:password@]/path[?db=N]`.
 struct RedisLocation {
   std::string host;
   int port = 6379;
   std::string user;     // empty: the default user
   std::string password; // empty: no AUTH
   int db = 0;
+  std::string socket_path; // unix://: the socket's path (then no host and port)
+  bool tls = false;        // rediss://
+  TlsFiles tls_files;      // not from the URL: --store-ca, --store-cert, --store-key
 
-  // `host:port` (IPv6 in brackets), for messages: never the password.
+  // `host:port` (IPv6 in brackets) or the socket's path, for messages: never the password.
   std::string address() const;
 };
 
@@ -29,10 +41,12 @@ using StoreLocation = std::variant<SqliteLocation, RedisLocation>;
 
 // The accepted forms, for messages.
 inline constexpr std::string_view k_store_url_form =
-    "redis://[[user]:password@]host[:port][/db] or sqlite:PATH";
+    "redis[s]://[[user]:password@]host[:port][/db], unix://[[user]:password@]/path[?db=N] or "
+    "sqlite:PATH";
 
 // Parses a --store URL. The user and password may be percent-encoded (`%40` for `@`); an
-// IPv6 host goes in brackets (`redis://[::1]:6380`). The error names the accepted form.
+// IPv6 host goes in brackets (`redis://[::1]:6380`); a Unix socket's path is absolute
+// (`unix:///run/redis/redis.sock`). The error names the accepted form.
 core::Result<StoreLocation> parse_store_url(std::string_view url);
 
 } // namespace ratelimit::store

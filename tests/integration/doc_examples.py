@@ -25,7 +25,7 @@ import sys
 COMMANDS = {"try", "wait", "run", "pause", "pipe", "simulate", "status", "reset", "gc", "limits"}
 # Global options that take a value, as separate words.
 GLOBAL_WITH_VALUE = {"--db", "--store", "--config", "--redis-prefix", "--store-timeout",
-                     "-E", "--limited-exit-code", "--lock-timeout", "--on-store-error"}
+                     "--store-ca", "--store-cert", "--store-key", "-E", "--limited-exit-code", "--lock-timeout", "--on-store-error"}
 # Where an invocation ends on its line.
 END = re.compile(r"\s(?:&&|\|\||\||;|<|>|#|&)(?:\s|$)|;\s*}|\s&$")
 

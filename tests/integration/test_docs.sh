@@ -184,12 +184,16 @@ test_version_names_the_stores() {
 # one that --help, the man page and the README give.
 test_store_url_form_is_the_same_everywhere() {
   expect_status 2 rl --store redis:/x try k -r 1/s
-  local form=${ERR##*expected }
-  form=${form%% or sqlite:PATH}
-  expect_eq 'redis://[[user]:password@]host[:port][/db]' "$form" "form in the message"
-  expect_contains "$(rl --help)" "$form" "ratelimit --help"
-  expect_contains "$(rendered_man_page)" "$form" "the man page"
-  expect_contains "$(cat "$SOURCE_DIR/README.md")" "\`$form\`" "README.md"
+  local forms=${ERR##*expected } form
+  expect_eq 'redis[s]://[[user]:password@]host[:port][/db], unix://[[user]:password@]/path[?db=N] or sqlite:PATH' \
+    "$forms" "forms in the message"
+  expect_contains "$(rl --help)" "$forms" "ratelimit --help"
+  forms=${forms/ or /, }
+  for form in ${forms//, / }; do
+    [ "$form" = sqlite:PATH ] && continue
+    expect_contains "$(rendered_man_page)" "$form" "the man page"
+    expect_contains "$(cat "$SOURCE_DIR/README.md")" "\`$form\`" "README.md"
+  done
 }
 
 # Every ratelimit command in the README's and the man page's examples runs as written (on

@@ -71,7 +71,7 @@ test_silent_server_exits_3_within_the_timeout() {
 test_malformed_url_exits_2() {
   expect_status 2 rl --store redis:/localhost try k -r 1/s
   expect_one_line
-  expect_contains "$ERR" 'ratelimit: invalid store "redis:/localhost": unknown scheme; expected redis://[[user]:password@]host[:port][/db] or sqlite:PATH'
+  expect_contains "$ERR" 'ratelimit: invalid store "redis:/localhost": unknown scheme; expected redis[s]://[[user]:password@]host[:port][/db], unix://[[user]:password@]/path[?db=N] or sqlite:PATH'
   RATELIMIT_STORE=redis://host:99999 expect_status 2 rl try k -r 1/s
   expect_one_line
   expect_status 2 rl --store redis://127.0.0.1 --db x.db try k -r 1/s
@@ -94,7 +94,7 @@ test_refused_authentication_names_its_cause() {
   rcli CONFIG SET requirepass 'pa@ss' >/dev/null
   expect_status 3 rl --store "redis://127.0.0.1:$REDIS_PORT" try k -r 1/s
   expect_one_line
-  expect_contains "$ERR" "ratelimit: redis 127.0.0.1:$REDIS_PORT: authentication required: the server wants a password; give it in the store URL, redis://[USER]:PASSWORD@HOST[:PORT][/DB]"
+  expect_contains "$ERR" "ratelimit: redis 127.0.0.1:$REDIS_PORT: authentication required: the server wants a password; give it in RATELIMIT_STORE_PASSWORD or in the store URL, redis://[USER]:PASSWORD@HOST[:PORT][/DB]"
   expect_status 3 rl --store "redis://127.0.0.1:$REDIS_PORT" status
   expect_contains "$ERR" "authentication required"
   expect_status 3 rl --store "redis://:hunter2x@127.0.0.1:$REDIS_PORT" try k -r 1/s

@@ -1,5 +1,8 @@
 #include "redis_server.hpp"
 
+#include "store/redis_connection.hpp"
+#include "store/store.hpp"
+
 #include <arpa/inet.h>
 #include <chrono>
 #include <csignal>
@@ -33,7 +36,18 @@ int free_port() {
   return port;
 }
 
-bool answers_ping(int port) {
+bool answers_ping(const store::RedisLocation& location) {
+  if (location.tls) {
+    try {
+      store::RedisConnection connection(location, 200 * 1'000'000);
+      std::string ping[] = {"PING"};
+      connection.command(ping);
+      return true;
+    } catch (const store::StoreError&) {
+      return false;
+    }
+  }
+  int port = location.port;
   timeval timeout{0, 200'000};
   redisContext* context = redisConnectWithTimeout("127.0.0.1", port, timeout);
   bool ok = false;
@@ -78,6 +92,56 @@ bool redis_required() {
 
 std::unique_ptr<RedisServer> RedisServer::start(std::string& why,
                                                 const std::vector<std::string>& options) {
+  return launch(why, options, "");
+}
+
+std::unique_ptr<RedisServer> RedisServer::start_tls(std::string& why) {
+  if (!on_path("openssl")) {
+    why = "openssl is not installed";
+    return nullptr;
+  }
+  char dir[] = "/tmp/ratelimit-certs.XXXXXX";
+  if (!mkdtemp(dir)) {
+    why = "cannot make a temporary directory";
+    return nullptr;
+  }
+  std::string d = dir;
+  std::string ec = " -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
+  std::string script =
+      "cd " + d + " && openssl req -x509" + ec + " -keyout ca.key -out ca.crt -days 2 -subj " +
+      "/CN=test-ca && openssl req" + ec + " -keyout server.key -out server.csr -subj " +
+      "/CN=127.0.0.1 && printf 'subjectAltName=IP:127.0.0.1\\n' >server.ext && openssl x509 " +
+      "-req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 -extfile " +
+      "server.ext -out server.crt";
+  if (std::system(("(" + script + ") >/dev/null 2>&1").c_str()) != 0) {
+    why = "openssl could not make the test certificates";
+    std::filesystem::remove_all(d);
+    return nullptr;
+  }
+  auto server = launch(why,
+                       {"--tls-cert-file", d + "/server.crt", "--tls-key-file", d + "/server.key",
+                        "--tls-ca-cert-file", d + "/ca.crt", "--tls-auth-clients", "no"},
+                       d);
+  if (!server) {
+    std::filesystem::remove_all(d);
+  }
+  return server;
+}
+
+store::RedisLocation RedisServer::location() const {
+  store::RedisLocation location;
+  location.host = "127.0.0.1";
+  location.port = m_port;
+  if (!m_ca_file.empty()) {
+    location.tls = true;
+    location.tls_files.ca_file = m_ca_file;
+  }
+  return location;
+}
+
+std::unique_ptr<RedisServer> RedisServer::launch(std::string& why,
+                                                 const std::vector<std::string>& options,
+                                                 const std::string& certificates) {
   if (!on_path("redis-server")) {
     why = "redis-server is not installed (Debian: apt-get install redis-server)";
     return nullptr;
@@ -89,8 +153,9 @@ std::unique_ptr<RedisServer> RedisServer::start(std::string& why,
       why = "cannot make a temporary directory";
       return nullptr;
     }
+    bool tls = !certificates.empty();
     std::vector<std::string> arguments{"redis-server",
-                                       "--port",
+                                       tls ? "--tls-port" : "--port",
                                        std::to_string(port),
                                        "--bind",
                                        "127.0.0.1",
@@ -100,6 +165,9 @@ std::unique_ptr<RedisServer> RedisServer::start(std::string& why,
                                        "no",
                                        "--dir",
                                        dir};
+    if (tls) {
+      arguments.insert(arguments.end(), {"--port", "0"});
+    }
     arguments.insert(arguments.end(), options.begin(), options.end());
     std::vector<char*> argv;
     for (std::string& argument : arguments) {
@@ -116,9 +184,13 @@ std::unique_ptr<RedisServer> RedisServer::start(std::string& why,
       _exit(127);
     }
     std::unique_ptr<RedisServer> server(new RedisServer(pid, port, dir));
+    if (tls) {
+      server->m_ca_file = certificates + "/ca.crt";
+    }
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (std::chrono::steady_clock::now() < deadline) {
-      if (answers_ping(port)) {
+      if (answers_ping(server->location())) {
+        server->m_certificates = certificates;
         return server;
       }
       int status = 0;
@@ -147,6 +219,9 @@ RedisServer::~RedisServer() {
     waitpid(m_pid, nullptr, 0);
   }
   std::filesystem::remove_all(m_dir);
+  if (!m_certificates.empty()) {
+    std::filesystem::remove_all(m_certificates);
+  }
 }
 
 void RedisServer::pause() {

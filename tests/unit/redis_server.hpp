@@ -17,21 +17,30 @@ public:
   // redis-server is missing or does not start.
   static std::unique_ptr<RedisServer> start(std::string& why,
                                             const std::vector<std::string>& options = {});
+  // The same serving TLS only, with a certificate for 127.0.0.1 signed by a CA made for it
+  // (with openssl(1)), which `location` names.
+  static std::unique_ptr<RedisServer> start_tls(std::string& why);
   // The server shared by the tests, started on first use; nullptr when it cannot be.
   static RedisServer* shared(std::string& why);
   ~RedisServer();
 
   int port() const { return m_port; }
-  store::RedisLocation location() const { return {"127.0.0.1", m_port, "", "", 0}; }
+  // Where it is: rediss:// with its CA for a TLS server.
+  store::RedisLocation location() const;
   // SIGSTOP / SIGCONT: a server that accepts connections and never answers.
   void pause();
   void resume();
 
 private:
   RedisServer(pid_t pid, int port, std::string dir) : m_pid(pid), m_port(port), m_dir(dir) {}
+  static std::unique_ptr<RedisServer> launch(std::string& why,
+                                             const std::vector<std::string>& options,
+                                             const std::string& certificates);
   pid_t m_pid;
   int m_port;
-  std::string m_dir; // its working directory, removed with it
+  std::string m_ca_file;      // a TLS server's CA; empty for a plain one
+  std::string m_certificates; // the directory of its certificates, removed with it
+  std::string m_dir;          // its working directory, removed with it
 };
 
 // Whether a missing redis-server is a failure rather than a skip: RATELIMIT_REQUIRE_REDIS=1

@@ -134,9 +134,11 @@ private:
 
 } // namespace
 
-TEST_CASE("store::RedisScript decides exactly as core::decide, for every algorithm") {
-  RATELIMIT_REDIS_SERVER(server);
-  store::RedisConnection connection(server->location(), 2 * core::k_nanos_per_second);
+namespace {
+
+// Every conformance run (conformance.hpp), on `server`.
+void check_conformance(const test::RedisServer& server) {
+  store::RedisConnection connection(server.location(), 2 * core::k_nanos_per_second);
   store::RedisScript script(connection, "conformance:");
   for (const Run& run : runs(k_second)) {
     std::string key =
@@ -148,6 +150,27 @@ TEST_CASE("store::RedisScript decides exactly as core::decide, for every algorit
     CHECK(conformance.denied > 25);
     CHECK(conformance.given >= 3);
   }
+}
+
+} // namespace
+
+TEST_CASE("store::RedisScript decides exactly as core::decide, for every algorithm") {
+  RATELIMIT_REDIS_SERVER(server);
+  check_conformance(*server);
+}
+
+// The same decisions with the commands and replies carried over TLS (rediss://).
+TEST_CASE("store::RedisScript decides exactly as core::decide over TLS") {
+  std::string why;
+  auto server = test::RedisServer::start_tls(why);
+  if (!server) {
+    if (test::redis_required()) {
+      FAIL("a TLS redis-server is required: " << why);
+    }
+    MESSAGE("skipped, " << why);
+    return;
+  }
+  check_conformance(*server);
 }
 
 TEST_CASE("store::RedisScript agrees with the core on a hand-made token-bucket table") {
@@ -174,8 +197,9 @@ TEST_CASE("store::RedisScript agrees with the core on a hand-made token-bucket t
   core::Limit two_per_second = limit(2, k_second);
   core::Request request{1'700'000'000'000'000, 1, false, k_no_limit};
   for (int i = 0; i < 2; ++i) {
-    CHECK(script.decide(key, core::Algorithm::token_bucket, true, {&two_per_second, 1}, request, true)
-              .allowed);
+    CHECK(
+        script.decide(key, core::Algorithm::token_bucket, true, {&two_per_second, 1}, request, true)
+            .allowed);
   }
   core::Decision third =
       script.decide(key, core::Algorithm::token_bucket, true, {&two_per_second, 1}, request, true);

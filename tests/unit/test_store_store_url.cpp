@@ -48,6 +48,23 @@ TEST_CASE("store::parse_store_url reads an ACL user and percent-escaped password
   CHECK(location.db == 0);
 }
 
+TEST_CASE("store::parse_store_url reads a user whose password is given elsewhere") {
+  RedisLocation location = redis("redis://limiter@host");
+  CHECK(location.user == "limiter");
+  CHECK(location.password.empty());
+}
+
+TEST_CASE("store::parse_store_url reads rediss:// as redis:// over TLS") {
+  RedisLocation location = redis("rediss://:pw@cache.example.com:6380/1");
+  CHECK(location.tls);
+  CHECK(location.host == "cache.example.com");
+  CHECK(location.port == 6380);
+  CHECK(location.password == "pw");
+  CHECK(location.db == 1);
+  CHECK_FALSE(redis("redis://cache").tls);
+  CHECK(redis("rediss://[::1]").host == "::1");
+}
+
 TEST_CASE("store::parse_store_url splits the password at the last @") {
   RedisLocation location = redis("redis://:a@b@host");
   CHECK(location.password == "a@b");
@@ -67,6 +84,24 @@ TEST_CASE("store::parse_store_url reads host names with '-', '_' and '.', and IP
   CHECK(redis("redis://10.0.0.5").host == "10.0.0.5");
   CHECK(redis("redis://[::ffff:10.0.0.5]").host == "::ffff:10.0.0.5");
   CHECK(redis("redis://[2001:DB8::a]").host == "2001:DB8::a");
+}
+
+TEST_CASE("store::parse_store_url reads a Unix socket's path") {
+  RedisLocation location = redis("unix:///run/redis/redis.sock");
+  CHECK(location.socket_path == "/run/redis/redis.sock");
+  CHECK(location.host.empty());
+  CHECK(location.password.empty());
+  CHECK(location.db == 0);
+  CHECK(location.address() == "/run/redis/redis.sock");
+}
+
+TEST_CASE("store::parse_store_url reads a Unix socket with a password and a database") {
+  RedisLocation location = redis("unix://limiter:p%40ss@/tmp/my%20redis.sock?db=3");
+  CHECK(location.socket_path == "/tmp/my redis.sock");
+  CHECK(location.user == "limiter");
+  CHECK(location.password == "p@ss");
+  CHECK(location.db == 3);
+  CHECK(redis("unix://:pw@/r.sock").password == "pw");
 }
 
 TEST_CASE("store::parse_store_url reads sqlite:PATH") {
@@ -91,7 +126,7 @@ TEST_CASE("store::parse_store_url rejects malformed URLs naming the accepted for
                        "redis://host:63x",
                        "redis://host/x",
                        "redis://host/-1",
-                       "redis://user@host",
+                       "redis://@host",
                        "redis://:@host",
                        "redis://:%zz@host",
                        "redis://:%4@host",
@@ -107,24 +142,39 @@ TEST_CASE("store::parse_store_url rejects malformed URLs naming the accepted for
                        "redis://[cache]",
                        "redis://[fe80::1%25eth0]",
                        "redis://[::1 ]",
+                       "unix://",
+                       "rediss://",
+                       "rediss:/host",
+                       "rediss://host:0",
+                       "unix:///",
+                       "unix://host/r.sock",
+                       "unix://relative.sock",
+                       "unix://:@/r.sock",
+                       "unix:///r.sock?db=x",
+                       "unix:///r.sock?x=1",
+                       "unix:///r%zz.sock",
                        "sqlite:"};
   for (const char* url : bad) {
     INFO(url);
     std::string error = error_of(url);
     CHECK(error.find("invalid store") == 0);
-    CHECK(error.find("expected redis://[[user]:password@]host[:port][/db] or sqlite:PATH") !=
-          std::string::npos);
+    CHECK(error.find("expected redis[s]://[[user]:password@]host[:port][/db], "
+                     "unix://[[user]:password@]/path[?db=N] or sqlite:PATH") != std::string::npos);
   }
 }
 
 TEST_CASE("store::parse_store_url quotes the bad URL and says what is wrong") {
   CHECK(error_of("redis://host:99999") ==
         "invalid store \"redis://host:99999\": the port is not a number from 1 to 65535; "
-        "expected redis://[[user]:password@]host[:port][/db] or sqlite:PATH");
+        "expected redis[s]://[[user]:password@]host[:port][/db], "
+        "unix://[[user]:password@]/path[?db=N] or sqlite:PATH");
   CHECK(error_of("mysql://db").find("unknown scheme") != std::string::npos);
   CHECK(error_of("redis://h?x=1") ==
         "invalid store \"redis://h?x=1\": invalid host \"h?x=1\" (letters, digits, '-', '.' and "
         "'_', or an IPv6 address in brackets); "
-        "expected redis://[[user]:password@]host[:port][/db] or sqlite:PATH");
+        "expected redis[s]://[[user]:password@]host[:port][/db], "
+        "unix://[[user]:password@]/path[?db=N] or sqlite:PATH");
+  CHECK(error_of("unix://cache/r.sock").find("a host before the socket's path") !=
+        std::string::npos);
   CHECK(error_of("redis://[v6]").find("invalid IPv6 address \"v6\"") != std::string::npos);
 }

@@ -1,0 +1,21 @@
+#pragma once
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+namespace ratelimit::store {
+
+// The OpenSSL functions that rediss:// uses, from libssl.so.3 (and the libcrypto.so.3 it
+// loads), opened with dlopen(3) at the first TLS connection: a process on another store
+// neither loads nor initialises OpenSSL, and pays nothing for it at start-up.
+struct OpenSslLibrary {
+#define RATELIMIT_OPENSSL_FUNCTION(name) decltype(&::name) name = nullptr;
+#include "store/openssl_functions.inc"
+#undef RATELIMIT_OPENSSL_FUNCTION
+};
+
+// The library, loaded at the first call; throws TlsError when it cannot be.
+const OpenSslLibrary& openssl();
+
+} // namespace ratelimit::store

@@ -1,0 +1,246 @@
+#!/usr/bin/env bash
+# Redis as a fleet has it: over TLS (rediss://, a CA made here, a client certificate when the
+# server demands one), on a Unix socket, with the password outside argv
+# (RATELIMIT_STORE_PASSWORD). Runs its own redis-servers on loopback and stops them by PID.
+. "$(dirname "$0")/lib.sh"
+
+if ! command -v redis-server >/dev/null || ! command -v openssl >/dev/null; then
+  if redis_required; then
+    echo "$SUITE_NAME: redis-server and openssl are required but not installed" >&2
+    exit 1
+  fi
+  echo "$SUITE_NAME: skipped: redis-server or openssl is not installed"
+  exit 77
+fi
+
+CERTS=$WORK_ROOT/certs
+SOCKET=$WORK_ROOT/redis.sock
+SERVER_PIDS=()
+PLAIN_PORT=
+TLS_PORT=
+MTLS_PORT=
+
+stop_servers() {
+  local pid
+  for pid in "${SERVER_PIDS[@]}"; do
+    kill -CONT "$pid" 2>/dev/null
+    kill "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+  done
+}
+trap stop_servers EXIT
+
+# A CA, a server certificate for localhost and 127.0.0.1, one for localhost only and a client
+# certificate signed by it, and another CA that signed nothing of ours. EC keys: made in milliseconds.
+make_certificates() {
+  mkdir -p "$CERTS" && cd "$CERTS" || exit 1
+  local ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
+  {
+    openssl req -x509 "${ec[@]}" -keyout ca.key -out ca.crt -days 2 -subj /CN=ratelimit-test-ca &&
+      openssl req -x509 "${ec[@]}" -keyout other-ca.key -out other-ca.crt -days 2 \
+        -subj /CN=another-ca &&
+      openssl req "${ec[@]}" -keyout server.key -out server.csr -subj /CN=localhost &&
+      printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' >server.ext &&
+      openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 \
+        -extfile server.ext -out server.crt &&
+      printf 'subjectAltName=DNS:localhost\n' >named.ext &&
+      openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 \
+        -extfile named.ext -out named.crt &&
+      openssl req "${ec[@]}" -keyout client.key -out client.csr -subj /CN=ratelimit-client &&
+      openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 \
+        -out client.crt
+  } >openssl.log 2>&1 || {
+    echo "$SUITE_NAME: openssl could not make the test certificates:" >&2
+    cat openssl.log >&2
+    exit 1
+  }
+  cd "$WORK_ROOT" || exit 1
+}
+
+# start_server NAME READY_PATTERN ARGUMENTS...: a redis-server on a free port ($PORT), given
+# ARGUMENTS with PORT in them replaced by the port; waits until its log says it is ready.
+start_server() {
+  local name=$1 attempt port pid tries
+  shift
+  for attempt in 1 2 3 4 5 6 7 8; do
+    port=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
+    redis-server "${@//PORT/$port}" --save '' --appendonly no --dir "$WORK_ROOT" \
+      >"$WORK_ROOT/$name.log" 2>&1 &
+    pid=$!
+    for tries in $(seq 200); do
+      if grep -q "Ready to accept connections" "$WORK_ROOT/$name.log"; then
+        SERVER_PIDS+=("$pid")
+        PORT=$port
+        echo "  $name: redis-server pid $pid, port $port"
+        return 0
+      fi
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.05
+    done
+    kill "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+  done
+  echo "$SUITE_NAME: redis-server ($name) did not start:" >&2
+  cat "$WORK_ROOT/$name.log" >&2
+  exit 1
+}
+
+make_certificates
+# A plain server on a port and a Unix socket, with a password.
+start_server plain --port PORT --bind 127.0.0.1 --unixsocket "$SOCKET" --unixsocketperm 700 \
+  --requirepass 's3cret pass'
+PLAIN_PORT=$PORT
+tls_arguments=(--port 0 --bind 127.0.0.1 --tls-cert-file "$CERTS/server.crt"
+  --tls-key-file "$CERTS/server.key" --tls-ca-cert-file "$CERTS/ca.crt")
+start_server tls --tls-port PORT "${tls_arguments[@]}" --tls-auth-clients no
+TLS_PORT=$PORT
+# This one's certificate names localhost only.
+start_server mtls --tls-port PORT "${tls_arguments[@]/server.crt/named.crt}" \
+  --tls-auth-clients yes
+MTLS_PORT=$PORT
+unset RATELIMIT_STORE RATELIMIT_STORE_PASSWORD RATELIMIT_STORE_CA RATELIMIT_STORE_CERT \
+  RATELIMIT_STORE_KEY
+
+test_tls_with_the_ca_given_verifies_and_decides() {
+  local store=rediss://127.0.0.1:$TLS_PORT/0 key=tls-$RANDOM
+  expect_status 0 rl --store "$store" --store-ca "$CERTS/ca.crt" try "$key" -r 2/min
+  expect_status 0 rl --store "$store" --store-ca "$CERTS/ca.crt" try "$key" -r 2/min
+  expect_status 1 rl --store "$store" --store-ca "$CERTS/ca.crt" try "$key" -r 2/min
+  # The host name is checked too: the certificate names localhost.
+  RATELIMIT_STORE_CA=$CERTS/ca.crt expect_status 1 rl --store "rediss://localhost:$TLS_PORT" \
+    try "$key" -r 2/min
+  RATELIMIT_STORE_CA=$CERTS/ca.crt expect_status 0 rl --store "$store" --json status "$key"
+  expect_contains "$OUT" "\"key\":\"$key\""
+}
+
+test_tls_without_the_ca_exits_3_saying_why() {
+  expect_status 3 rl --store "rediss://127.0.0.1:$TLS_PORT" try k -r 1/s
+  expect_one_line
+  # OpenSSL's reason, and what the certificate was checked against.
+  expect_contains "$ERR" "ratelimit: redis 127.0.0.1:$TLS_PORT: the server's certificate does not verify: "
+  expect_contains "$ERR" " (checked against the system's CAs; --store-ca names another CA)"
+  expect_status 3 rl --store "rediss://127.0.0.1:$TLS_PORT" --store-ca "$CERTS/other-ca.crt" \
+    try k -r 1/s
+  expect_one_line
+  expect_contains "$ERR" "does not verify: "
+  expect_contains "$ERR" " (checked against --store-ca $CERTS/other-ca.crt)"
+  expect_status 3 rl --store "rediss://127.0.0.1:$TLS_PORT" --store-ca "$CERTS/missing.crt" \
+    try k -r 1/s
+  expect_one_line
+  expect_contains "$ERR" "cannot read the CA file \"$CERTS/missing.crt\" (--store-ca)"
+}
+
+test_tls_client_certificate_demanded_and_given() {
+  local store=rediss://localhost:$MTLS_PORT
+  export RATELIMIT_STORE_CA=$CERTS/ca.crt
+  expect_status 3 rl --store "$store" try k -r 1/s
+  expect_one_line
+  expect_contains "$ERR" "ratelimit: redis localhost:$MTLS_PORT: "
+  # The server's alert when it reaches us ("certificate required"), else its closing.
+  expect_contains "$ERR" "client certificate"
+  expect_contains "$ERR" "--store-cert"
+  expect_status 0 rl --store "$store" --store-cert "$CERTS/client.crt" \
+    --store-key "$CERTS/client.key" try k -r 1/min
+  RATELIMIT_STORE_CERT=$CERTS/client.crt RATELIMIT_STORE_KEY=$CERTS/client.key \
+    expect_status 1 rl --store "$store" try k -r 1/min
+  # The key in the certificate's file.
+  cat "$CERTS/client.crt" "$CERTS/client.key" >both.pem
+  expect_status 1 rl --store "$store" --store-cert both.pem try k -r 1/min
+  expect_status 2 rl --store "$store" --store-key "$CERTS/client.key" try k -r 1/min
+  expect_contains "$ERR" "no --store-cert"
+}
+
+# run -j waits for a slot with a blocking BLPOP whose reply it awaits with poll(2): over TLS
+# too the second command starts as soon as the first ends, not at a timeout.
+test_run_waits_for_a_slot_over_tls() {
+  export RATELIMIT_STORE=rediss://127.0.0.1:$TLS_PORT RATELIMIT_STORE_CA=$CERTS/ca.crt
+  local started ended
+  rl run slot -j 1 -- sleep 1 &
+  sleep 0.4
+  started=$(now_ms)
+  expect_status 0 rl run slot -j 1 -- touch ran
+  ended=$(now_ms)
+  wait
+  expect_true "ran" test -e ran
+  expect_true "waited for the first to end, about 0.6 s: $((ended - started)) ms" \
+    test $((ended - started)) -ge 300 -a $((ended - started)) -lt 2500
+}
+
+test_tls_certificate_for_another_host_exits_3() {
+  # The certificate is signed by the CA given, but names localhost, not 127.0.0.1.
+  expect_status 3 rl --store "rediss://127.0.0.1:$MTLS_PORT" --store-ca "$CERTS/ca.crt" \
+    --store-cert "$CERTS/client.crt" --store-key "$CERTS/client.key" try k -r 1/s
+  expect_one_line
+  expect_contains "$ERR" "ratelimit: redis 127.0.0.1:$MTLS_PORT: the server's certificate does not verify: IP address mismatch"
+}
+
+test_plain_client_on_the_tls_port_fails_within_the_timeout() {
+  local started elapsed
+  started=$(now_ms)
+  expect_status 3 rl --store "redis://127.0.0.1:$TLS_PORT" --store-timeout 0.5s try k -r 1/s
+  elapsed=$(($(now_ms) - started))
+  expect_one_line
+  expect_contains "$ERR" "ratelimit: redis 127.0.0.1:$TLS_PORT: "
+  expect_true "took $elapsed ms, expected under 3 s" test "$elapsed" -lt 3000
+}
+
+test_tls_client_on_a_plain_port_fails_within_the_timeout() {
+  local started elapsed
+  started=$(now_ms)
+  expect_status 3 rl --store "rediss://127.0.0.1:$PLAIN_PORT" --store-timeout 0.5s try k -r 1/s
+  elapsed=$(($(now_ms) - started))
+  expect_one_line
+  expect_contains "$ERR" "ratelimit: redis 127.0.0.1:$PLAIN_PORT: "
+  expect_true "took $elapsed ms, expected under 3 s" test "$elapsed" -lt 3000
+}
+
+test_silent_tls_server_exits_3_within_the_timeout() {
+  local started elapsed
+  kill -STOP "${SERVER_PIDS[1]}"
+  started=$(now_ms)
+  expect_status 3 rl --store "rediss://127.0.0.1:$TLS_PORT" --store-ca "$CERTS/ca.crt" \
+    --store-timeout 0.5s try k -r 1/s
+  elapsed=$(($(now_ms) - started))
+  kill -CONT "${SERVER_PIDS[1]}"
+  expect_one_line
+  expect_contains "$ERR" "cannot connect within 0.5s (--store-timeout)"
+  expect_true "took $elapsed ms, expected 0.5 to 3 s" test "$elapsed" -ge 450 -a "$elapsed" -lt 3000
+}
+
+test_unix_socket_with_the_password_from_the_environment() {
+  local key=unix-$RANDOM
+  RATELIMIT_STORE_PASSWORD='s3cret pass' expect_status 0 rl --store "unix://$SOCKET?db=2" \
+    try "$key" -r 1/min
+  RATELIMIT_STORE_PASSWORD='s3cret pass' expect_status 1 rl --store "unix://$SOCKET?db=2" \
+    try "$key" -r 1/min
+  # In database 2, under the prefix.
+  expect_eq 1 "$(redis-cli -s "$SOCKET" -a 's3cret pass' --no-auth-warning -n 2 \
+    exists "ratelimit:{$key}")" "the key in database 2"
+  # Without a password the server refuses; a password in the URL wins over the variable's.
+  expect_status 3 rl --store "unix://$SOCKET" try "$key" -r 1/min
+  expect_one_line
+  expect_contains "$ERR" "ratelimit: redis $SOCKET: authentication required"
+  RATELIMIT_STORE_PASSWORD=wrong expect_status 1 rl --store "unix://:s3cret%20pass@$SOCKET?db=2" \
+    try "$key" -r 1/min
+  RATELIMIT_STORE_PASSWORD=wrong expect_status 3 rl --store "unix://$SOCKET" try "$key" -r 1/min
+  expect_contains "$ERR" "wrong password or user"
+}
+
+test_password_from_the_environment_over_tcp_and_an_acl_user() {
+  RATELIMIT_STORE_PASSWORD='s3cret pass' expect_status 0 \
+    rl --store "redis://127.0.0.1:$PLAIN_PORT" try k -r 1/min
+  RATELIMIT_STORE_PASSWORD='s3cret pass' expect_status 1 \
+    rl --store "redis://default@127.0.0.1:$PLAIN_PORT" try k -r 1/min
+  # A user and no password anywhere: a usage error naming both places.
+  expect_status 2 rl --store "redis://default@127.0.0.1:$PLAIN_PORT" try k -r 1/min
+  expect_one_line
+  expect_contains "$ERR" "names the user \"default\" but no password: give it in RATELIMIT_STORE_PASSWORD or in the URL"
+}
+
+test_missing_socket_exits_3() {
+  expect_status 3 rl --store "unix://$WORK_ROOT/none.sock" try k -r 1/s
+  expect_one_line
+  expect_contains "$ERR" "ratelimit: redis $WORK_ROOT/none.sock: cannot connect: no such file or directory"
+}
+
+run_suite
