@@ -42,6 +42,26 @@ public:
   // Runs `sql` (no rows expected); throws StoreError.
   void execute(const char* sql);
 
+  // Runs `body` as one write transaction (BEGIN IMMEDIATE ... COMMIT) under the writers'
+  // lock, and returns what it returns; rolls back and rethrows when it throws.
+  template <typename Body>
+  auto write_transaction(Body&& body) {
+    lock();
+    struct Unlock {
+      SqliteDatabase& database;
+      ~Unlock() { database.unlock(); }
+    } unlock_at_exit{*this};
+    execute("BEGIN IMMEDIATE");
+    try {
+      auto result = body();
+      execute("COMMIT");
+      return result;
+    } catch (...) {
+      sqlite3_exec(m_db, "ROLLBACK", nullptr, nullptr, nullptr);
+      throw;
+    }
+  }
+
   // A StoreError for a SQLite call that failed with `rc`, with the reason
   // `sqlite_failure_reason` finds; a lock held too long names the lock timeout.
   [[noreturn]] void fail(std::string_view what, int rc) const;

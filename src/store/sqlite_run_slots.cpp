@@ -53,20 +53,7 @@ std::string SqliteRunSlots::directory_of(const SqliteDatabase& database) {
 
 template <typename Body>
 auto SqliteRunSlots::transaction(Body&& body) {
-  m_database.lock();
-  struct Unlock {
-    SqliteDatabase& database;
-    ~Unlock() { database.unlock(); }
-  } unlock_at_exit{m_database};
-  m_database.execute("BEGIN IMMEDIATE");
-  try {
-    auto result = body();
-    m_database.execute("COMMIT");
-    return result;
-  } catch (...) {
-    sqlite3_exec(m_database.handle(), "ROLLBACK", nullptr, nullptr, nullptr);
-    throw;
-  }
+  return m_database.write_transaction(std::forward<Body>(body));
 }
 
 core::Nanos SqliteRunSlots::now() {
