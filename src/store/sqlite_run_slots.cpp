@@ -68,12 +68,15 @@ void SqliteRunSlots::insert(core::Nanos time, std::optional<core::Nanos> started
   Statement statement(m_database.handle(),
                       "INSERT INTO runs (key, cost, hold, pid, host, token, joined, started) "
                       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
+  // Bound without a copy (Statement binds SQLITE_STATIC): they must outlive the step.
+  const std::string host = host_name();
+  const std::string token = m_file->name();
   statement.bind_blob(1, m_key)
       .bind(2, m_cost)
       .bind(3, m_hold)
       .bind(4, ::getpid())
-      .bind_text(5, host_name())
-      .bind_text(6, m_file->name())
+      .bind_text(5, host)
+      .bind_text(6, token)
       .bind(7, time);
   if (started) {
     statement.bind(8, *started);
