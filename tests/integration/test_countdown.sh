@@ -67,13 +67,15 @@ test_an_interrupted_wait_erases_the_countdown() {
 }
 
 test_the_countdown_leaves_the_sleep_exact() {
-  rl try api -r 1/s
-  in_terminal "$RATELIMIT" --json wait api -r 1/s
+  rl try api -r 1/2s
+  in_terminal "$RATELIMIT" --json wait api -r 1/2s
   expect_eq 0 "$STATUS" "status"
   local waited
   waited=$(json_field "$OUT" waited_ms | tr -dc 0-9)
-  # The slot is 1 s after the try, less the time the try and the terminal took to start.
-  expect_true "waited_ms $waited in [700, 1150]" test "$waited" -ge 700 -a "$waited" -le 1150
+  # The slot is 2 s after the try, less the time the try and the terminal took to start
+  # (sanitized processes on a busy machine take hundreds of milliseconds), and the
+  # countdown's redrawing must not make the sleep late.
+  expect_true "waited_ms $waited in [1000, 2150]" test "$waited" -ge 1000 -a "$waited" -le 2150
 }
 
 test_the_countdown_fits_the_terminal_width() {
