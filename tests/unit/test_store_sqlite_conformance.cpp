@@ -4,6 +4,7 @@
 #include "core/bounds.hpp"
 #include "core/decide.hpp"
 #include "store/sqlite_store.hpp"
+#include "temporary_database.hpp"
 
 #include <cstdlib>
 #include <doctest/doctest.h>
@@ -14,21 +15,11 @@
 using namespace ratelimit;
 using namespace ratelimit::conformance;
 
+using test::TemporaryDatabase;
+
 namespace {
 
 constexpr core::Nanos k_second = core::k_nanos_per_second;
-
-// A database in a directory of its own, removed at the end.
-struct TemporaryDatabase {
-  std::filesystem::path directory;
-  TemporaryDatabase() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "ratelimit-test-XXXXXX");
-    REQUIRE(mkdtemp(pattern.data()) != nullptr);
-    directory = pattern;
-  }
-  ~TemporaryDatabase() { std::filesystem::remove_all(directory); }
-  std::string path() const { return (directory / "state.db").string(); }
-};
 
 // Both sides of one key: the core with the store's rule that only a granted decision, or
 // one that changed a stored key's limits, is written; and the store at the same times.

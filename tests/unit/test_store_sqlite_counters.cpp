@@ -2,6 +2,7 @@
 // and the upgrade of a version 2 database.
 #include "store/sqlite_database.hpp"
 #include "store/sqlite_store.hpp"
+#include "temporary_database.hpp"
 
 #include <cstdlib>
 #include <doctest/doctest.h>
@@ -10,21 +11,12 @@
 
 using namespace ratelimit;
 
+using test::TemporaryDatabase;
+
 namespace {
 
 constexpr core::Nanos k_second = core::k_nanos_per_second;
 constexpr core::Nanos k_start = 1'750'000'000 * k_second;
-
-struct TemporaryDatabase {
-  std::filesystem::path directory;
-  TemporaryDatabase() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "ratelimit-test-XXXXXX");
-    REQUIRE(mkdtemp(pattern.data()) != nullptr);
-    directory = pattern;
-  }
-  ~TemporaryDatabase() { std::filesystem::remove_all(directory); }
-  std::string path() const { return (directory / "state.db").string(); }
-};
 
 // A store on a fake clock.
 struct FakeClockStore {
