@@ -146,19 +146,22 @@ test_status_shows_a_pause() {
 
 # A key made by a pause belongs to no algorithm: the first call gives it one, and the pause
 # holds all the same. A fresh key of another algorithm that is paused is taken over too.
+# The pauses are long enough for the slowest (sanitized) process starts to fall inside them;
+# `wait` then sleeps until each ends, and is granted.
 test_a_pause_on_a_new_key_holds_and_any_algorithm_adopts_it() {
-  expect_status 0 rl pause fresh 1s
+  expect_status 0 rl pause fresh 5s
   expect_status 1 rl -q try fresh -a sliding-log -r 5/s
   expect_status 1 rl -q try fresh -a sliding-log -r 5/s
   expect_status 0 rl --json status fresh
   expect_contains "$OUT" '"algorithm":"sliding-log"' "the key's algorithm"
   rl try other -a fixed-window -r 100/s
   sleep 1.1
-  expect_status 0 rl pause other 1s
+  expect_status 0 rl pause other 5s
   expect_status 1 rl -q try other -a leaky-bucket -r 5/s
-  sleep 1
-  expect_status 0 rl try fresh -a sliding-log -r 5/s
-  expect_status 0 rl try other -a leaky-bucket -r 5/s
+  expect_status 0 rl -q wait fresh -a sliding-log -r 5/s -t 10s
+  expect_status 0 rl -q wait other -a leaky-bucket -r 5/s -t 10s
+  expect_status 0 rl --json status other
+  expect_contains "$OUT" '"algorithm":"leaky-bucket"' "the paused key's new algorithm"
   expect_status 0 rl pause nothing 0
   expect_status 1 rl status nothing
 }
