@@ -89,7 +89,9 @@ TEST_CASE("core::decide several limits apply all or nothing for every algorithm"
       {Algorithm::sliding_window, 8}, // no previous minute
       {Algorithm::sliding_log, 8},
   };
-  for (const auto& [algorithm, expected] : cases) {
+  for (const Case& c : cases) {
+    const Algorithm algorithm = c.algorithm;
+    const int expected = c.expected;
     CAPTURE(algorithm_name(algorithm));
     TestKey key(algorithm, {limit_of(5, k_s), limit_of(8, k_min)});
     int granted = 0;

@@ -60,8 +60,9 @@ TEST_CASE("core::parse_rate accepts every unit name and its plural") {
       {"hr", 3600 * k_s},     {"hrs", 3600 * k_s},  {"hour", 3600 * k_s},  {"hours", 3600 * k_s},
       {"d", 86400 * k_s},     {"day", 86400 * k_s}, {"days", 86400 * k_s},
   };
-  for (const auto& [name, length] : units) {
-    CAPTURE(name);
+  for (const auto& unit : units) {
+    const auto& [name, length] = unit;
+    CAPTURE(unit.first);
     CHECK(rate(std::string("4/") + name) == Rate{4, length});
     CHECK(rate(std::string("4/2") + name) == Rate{4, 2 * length});
   }
