@@ -3,17 +3,21 @@
 # interactive zsh on a pseudo-terminal (zpty), with compadd wrapped to record the matches
 # it is given. The matches of each line come sorted, one a line, then a line `.`.
 #   zsh -f complete.zsh FUNCTION_DIR LINE...
+# With $COMPLETE_DUMP, compinit keeps what it finds in fpath in that file and reads it back
+# the next time, instead of scanning every function directory (a second per session).
 emulate -L zsh
 zmodload zsh/zpty || exit 1
 local dir=$1 record output line
 shift
 record=$(mktemp) || exit 1
 trap 'rm -f $record' EXIT
+local dump=-D
+[[ -n $COMPLETE_DUMP ]] && dump="-d ${(q)COMPLETE_DUMP}"
 zpty completion zsh -f -i || exit 1
 # The wrapper records what compadd would add (filtered by what is typed); calls that
 # only filter or describe (-O, -A, -D) pass through untouched.
 zpty -w completion "PS1='' PS2='' RPS1=''; fpath=(${(q)dir} \$fpath)
-autoload -Uz compinit && compinit -u -D
+autoload -Uz compinit && compinit -u $dump
 unsetopt autolist listambiguous automenu beep
 compadd() {
   if (( \${@[(I)-[OAD]]} )); then builtin compadd \"\$@\"; return; fi

@@ -57,7 +57,8 @@ zsh_complete() {
 # SHELL_complete_each LINE...: the completions of each LINE, each list ended by a line `.`.
 # zsh completes them all in one session: starting one costs seconds on a busy machine.
 zsh_complete_each() {
-  HOME=$TEST_DIR timeout 120 zsh -f "$SUITE_DIR/complete.zsh" "$COMPLETIONS" "$@" \
+  COMPLETE_DUMP=$WORK_ROOT/zcompdump HOME=$TEST_DIR \
+    timeout 120 zsh -f "$SUITE_DIR/complete.zsh" "$COMPLETIONS" "$@" \
     2>"$TEST_DIR/complete.err"
 }
 bash_complete_each() {
