@@ -205,7 +205,7 @@ test_for_both() { expect_status 0 rl try k -r 1/s; }
 test_for_redis_only() { on_store redis || return 0; fail "ran on \$STORE"; }
 run_suite
 EOF
-  expect_status 0 env -u RATELIMIT_TEST_STORE -u TEST_FILTER TMPDIR="$TEST_DIR" bash test_probe.sh \
+  expect_status 0 env -u RATELIMIT_TEST_STORE -u TEST_FILTER -u TEST_ONLY -u TEST_SKIP TMPDIR="$TEST_DIR" bash test_probe.sh \
     "$RATELIMIT"
   expect_contains "$OUT" "  ok   test_for_both"
   expect_contains "$OUT" "  skip test_for_redis_only: only on the redis store"
