@@ -206,6 +206,13 @@ private:
         give_back();
         return end_for_reader_gone();
       }
+      // A pause may have begun while the records slept: checked once on waking, never in
+      // between. Their slots go back and the next after the pause are reserved in their
+      // place, as for a waiter of `wait`.
+      if (decision.allowed && m_gate.paused()) {
+        give_back();
+        continue;
+      }
       if (batch) {
         batched = batch->records;
       }

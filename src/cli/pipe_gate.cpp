@@ -33,6 +33,10 @@ void StoreGate::give_back(const core::Grant& grant) {
   m_store.give_back(m_request.key, m_algorithm, m_request.limits, grant);
 }
 
+bool StoreGate::paused() {
+  return m_store.pause_of(m_request.key).paused_until != 0;
+}
+
 FailOpenGate::FailOpenGate(store::Store* store, const LimitedRequest& request,
                            const GlobalOptions& global)
     : m_request(request), m_global(global) {
@@ -80,6 +84,22 @@ void FailOpenGate::give_back(const core::Grant& grant) {
     }
     fall_back();
   }
+}
+
+// A store that fails to tell under --on-store-error=allow is taken to say no, as when a
+// waiter of `wait` wakes; its next decision falls back.
+bool FailOpenGate::paused() {
+  if (m_last_local || !m_store_gate) {
+    return false;
+  }
+  try {
+    return m_store_gate->paused();
+  } catch (const store::StoreError& error) {
+    if (!fail_open(m_global, error)) {
+      throw;
+    }
+  }
+  return false;
 }
 
 bool instant_grants_combine(core::Algorithm algorithm) {

@@ -24,6 +24,8 @@ public:
 
   // Whether reservations outlive this process, so that one cut short must be given back.
   virtual bool shared() const = 0;
+  // Whether a pause of the key runs now: asked once by a record that slept until its slot.
+  virtual bool paused() = 0;
 };
 
 // A limiter in this process: the same decisions as a store's key, on a state that lives as
@@ -36,6 +38,7 @@ public:
   core::Decision decide(core::Request request) override;
   void give_back(const core::Grant& grant) override;
   bool shared() const override { return false; }
+  bool paused() override { return false; }
 
 private:
   std::vector<core::Limit> m_limits;
@@ -52,6 +55,7 @@ public:
   core::Decision decide(core::Request request) override;
   void give_back(const core::Grant& grant) override;
   bool shared() const override { return true; }
+  bool paused() override;
 
 private:
   store::Store& m_store;
@@ -71,6 +75,7 @@ public:
   core::Decision decide(core::Request request) override;
   void give_back(const core::Grant& grant) override;
   bool shared() const override { return true; }
+  bool paused() override;
 
 private:
   void fall_back();

@@ -94,6 +94,25 @@ test_a_waiter_asleep_before_the_pause_goes_after_it() {
   done <wait-done
 }
 
+# The same for `pipe`: a record asleep until its slot when the pause begins goes after it.
+test_a_pipe_record_asleep_before_the_pause_goes_after_it() {
+  local started paused_at
+  started=$(now_ms)
+  # The first record at once, the second 6 s later: asleep when the pause begins.
+  printf 'first\nsecond\n' | rl pipe p -r 1/6s | while read -r record; do
+    echo "$record $(($(now_ms) - started))"
+  done >records &
+  wait_for_reservation p 6500 || return
+  paused_at=$(($(now_ms) - started))
+  rl pause p 8s
+  wait
+  expect_eq "first second" "$(cut -d' ' -f1 records | tr '\n' ' ' | sed 's/ $//')" "records"
+  local elapsed
+  elapsed=$(sed -n 's/^second //p' records)
+  expect_true "the second record passed at ${elapsed:-?} ms, before the pause of 8 s from $paused_at ms ended" \
+    test "${elapsed:-0}" -ge $((paused_at + 8000))
+}
+
 test_a_pause_never_shortens_and_reset_ends_it() {
   expect_status 0 rl --json pause k 5s
   expect_eq '"k"' "$(json_field "$OUT" key)"
