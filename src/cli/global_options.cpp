@@ -2,17 +2,13 @@
 
 #include "cli/usage_error.hpp"
 #include "core/rate.hpp"
-#include "store/redis_store.hpp"
-#include "store/sqlite_store.hpp"
+#include "store/open_store.hpp"
+#include "store/store.hpp"
 #include "store/store_url.hpp"
-#include "util/paths.hpp"
 
 #include <CLI/CLI.hpp>
-#include <cerrno>
 #include <cstdlib>
 #include <fmt/format.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 namespace ratelimit::cli {
 
@@ -82,16 +78,7 @@ void add_global_options(CLI::App& app, GlobalOptions& options) {
 
 namespace {
 
-// Where the database is: a path given, or the default one, in a directory of ours.
-struct DatabaseLocation {
-  std::string path;
-  // For the default path: the state directory of ours it is in, and the home directory
-  // that directory is in when not $XDG_STATE_HOME's (it is never created).
-  std::string state_directory;
-  std::string home;
-};
-
-DatabaseLocation locate_database(const GlobalOptions& options) {
+store::DatabaseLocation locate_database(const GlobalOptions& options) {
   if (!options.db.empty()) {
     return {options.db, "", ""};
   }
@@ -109,36 +96,6 @@ DatabaseLocation locate_database(const GlobalOptions& options) {
   }
   std::string directory = std::string(home) + "/.local/state/ratelimit";
   return {directory + "/ratelimit.db", directory, home};
-}
-
-// Makes the default database's directory: private (0700), as the XDG base directory
-// specification asks, in parents made as the umask says; never the home directory.
-void make_state_directory(const DatabaseLocation& location) {
-  struct stat info {};
-  if (!location.home.empty()) {
-    const char* problem = nullptr;
-    if (::stat(location.home.c_str(), &info) != 0) {
-      problem = errno == ENOENT ? "it does not exist" : "it cannot be read";
-    } else if (!S_ISDIR(info.st_mode)) {
-      problem = "it is not a directory";
-    }
-    if (problem != nullptr) {
-      throw store::StoreError(
-          fmt::format("cannot create the database in the home directory \"{}\": {}; give --db "
-                      "PATH or set RATELIMIT_DB",
-                      location.home, problem));
-    }
-  }
-  try {
-    util::make_directories(location.state_directory, 0700);
-  } catch (const std::runtime_error& error) {
-    throw store::StoreError(
-        fmt::format("cannot create database \"{}\": {}", location.path, error.what()));
-  }
-}
-
-bool database_missing(const std::string& path) {
-  return ::access(path.c_str(), F_OK) != 0 && errno == ENOENT;
 }
 
 std::unique_ptr<store::Store> open_store_as(const GlobalOptions& options, store::Creation creation);
@@ -259,7 +216,7 @@ std::unique_ptr<store::Store> open_store_as(const GlobalOptions& options,
   if (!options.store.empty() && !options.db.empty()) {
     throw UsageError("--db and --store both name a store; give one of them");
   }
-  core::Nanos timeout = store_timeout(options);
+  store::StoreSettings settings{options.redis_prefix, store_timeout(options), 0, creation};
   std::string url = options.store;
   if (const char* env = std::getenv("RATELIMIT_STORE");
       url.empty() && options.db.empty() && env && *env) {
@@ -279,7 +236,7 @@ std::unique_ptr<store::Store> open_store_as(const GlobalOptions& options,
     if (const auto* parsed = std::get_if<store::RedisLocation>(&*location)) {
       store::RedisLocation redis = *parsed;
       complete_redis_location(options, redis);
-      return std::make_unique<store::RedisStore>(redis, options.redis_prefix, timeout);
+      return store::open_store(std::move(redis), settings);
     }
     path = std::get<store::SqliteLocation>(*location).path;
   }
@@ -287,19 +244,9 @@ std::unique_ptr<store::Store> open_store_as(const GlobalOptions& options,
   if (!lock_timeout) {
     throw UsageError("--lock-timeout: " + lock_timeout.error());
   }
-  if (path.empty()) {
-    DatabaseLocation location = locate_database(options);
-    path = location.path;
-    // Only when the database is missing: a decision on an existing one pays one access(2).
-    if (!location.state_directory.empty() && creation == store::Creation::if_missing &&
-        database_missing(path)) {
-      make_state_directory(location);
-    }
-  }
-  if (creation == store::Creation::never && database_missing(path)) {
-    return nullptr;
-  }
-  return std::make_unique<store::SqliteStore>(path, *lock_timeout, creation);
+  settings.lock_timeout = *lock_timeout;
+  return store::open_store(
+      path.empty() ? locate_database(options) : store::DatabaseLocation{path, "", ""}, settings);
 }
 
 } // namespace

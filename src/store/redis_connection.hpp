@@ -1,6 +1,7 @@
 #pragma once
 
 #include "core/time.hpp"
+#include "store/redis_reply.hpp"
 #include "store/store_url.hpp"
 
 #include <memory>
@@ -10,31 +11,11 @@
 
 struct redisContext;
 struct redisReader;
-struct redisReply;
 
 namespace ratelimit::store {
 
 class TlsStream;
 class TlsError;
-
-// A reply from Redis, freed with it.
-class RedisReply {
-public:
-  explicit RedisReply(redisReply* reply);
-  const redisReply& operator*() const { return *m_reply; }
-  const redisReply* operator->() const { return m_reply.get(); }
-
-  bool is_error() const;
-  // An integer reply's value, or a bulk string's as a number; StoreError otherwise.
-  std::int64_t integer() const;
-  std::string_view text() const;
-  std::size_t size() const;
-  // Element `index` of an array reply.
-  const redisReply& at(std::size_t index) const;
-
-private:
-  std::shared_ptr<redisReply> m_reply;
-};
 
 // A blocking connection to one Redis server, over TCP, a Unix socket or TLS. Connecting and
 // every command give up after `timeout`; every failure throws StoreError naming the server
@@ -103,8 +84,5 @@ private:
   std::unique_ptr<TlsStream> m_tls;
   redisReader* m_reader = nullptr;
 };
-
-// Whether `reply` is an integer, or a string that holds one: `value` gets it.
-bool reply_integer(const redisReply& reply, std::int64_t& value);
 
 } // namespace ratelimit::store

@@ -2,71 +2,18 @@
 
 #include "core/bounds.hpp"
 #include "store/sqlite_grant_log.hpp"
+#include "store/sqlite_key_row.hpp"
 #include "store/sqlite_run_slots.hpp"
 #include "store/state_codec.hpp"
 #include "util/clock.hpp"
 #include "util/key_text.hpp"
 
 #include <fmt/format.h>
-#include <limits>
 
 namespace ratelimit::store {
 
 namespace {
 
-// The columns every query of a key's state selects, in this order; the name may follow.
-constexpr const char* k_state_columns =
-    "id, algorithm, clock, limits, fresh_at, log_period, paused_until";
-constexpr int k_name_column = 7;
-
-// The state stored in the columns of `statement` (see k_state_columns), or nothing when it
-// cannot be decoded. A key that holds only a pause has the algorithm '' and no limits.
-std::optional<core::KeyState> decode_state(const Statement& statement) {
-  std::string_view algorithm_name = statement.column_blob(1);
-  auto limits = decode_limits(statement.column_blob(3));
-  if (!limits) {
-    return std::nullopt;
-  }
-  core::KeyState state;
-  if (!algorithm_name.empty() || !limits->empty()) {
-    auto algorithm = core::parse_algorithm(algorithm_name);
-    if (!algorithm) {
-      return std::nullopt;
-    }
-    state.algorithm = *algorithm;
-  }
-  state.clock = statement.column_int(2);
-  state.limits = std::move(*limits);
-  state.log_period = statement.column_int(5);
-  state.paused_until = statement.column_int(6);
-  if (!core::within_bounds(state)) {
-    return std::nullopt;
-  }
-  return state;
-}
-
-// When a key whose standing is `standing` becomes a fresh key's, rounded up to a multiple of
-// 2^30 ns (about a second): a key used many times a second then moves in the index about
-// once a second, not at every decision (an index entry rewritten is one more page written
-// by each commit). Collecting a key up to a second late changes nothing.
-core::Nanos fresh_at(const core::Decision& standing) {
-  constexpr core::Nanos k_grain = core::Nanos{1} << 30;
-  core::Nanos exact = standing.now + standing.reset_after;
-  return exact > std::numeric_limits<core::Nanos>::max() - k_grain ? exact
-                                                                   : (exact | (k_grain - 1)) + 1;
-}
-
-// When counters touched at `now` were last touched, as stored: rounded up to a multiple of
-// 2^42 ns (about 73 minutes), so that the index of those times changes about once an hour
-// for a busy key, not at every decision. Counters kept an hour longer change nothing.
-core::Nanos touched_at(core::Nanos now) {
-  constexpr core::Nanos k_grain = core::Nanos{1} << 42;
-  return now > std::numeric_limits<core::Nanos>::max() - k_grain ? now : (now | (k_grain - 1)) + 1;
-}
-
-// A cheap coin with odds of one in `n`, seeded by the clock: consecutive nanosecond
-// readings are mixed (splitmix64) so that a coarse clock cannot make it always or never
-// land.
 // Whether `state` holds exactly `limits`, in order (its slots aside).
 bool holds_limits(const core::KeyState& state, std::span<const core::Limit> limits) {
   return std::equal(state.limits.begin(), state.limits.end(), limits.begin(), limits.end(),
@@ -75,6 +22,9 @@ bool holds_limits(const core::KeyState& state, std::span<const core::Limit> limi
                     });
 }
 
+// A cheap coin with odds of one in `n`, seeded by the clock: consecutive nanosecond
+// readings are mixed (splitmix64) so that a coarse clock cannot make it always or never
+// land.
 bool one_in(core::Nanos seed, int n) {
   std::uint64_t z = static_cast<std::uint64_t>(seed) + 0x9e3779b97f4a7c15ULL;
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -91,24 +41,6 @@ SqliteStore::SqliteStore(std::string path, core::Nanos lock_timeout, Creation cr
                fmt::format("SELECT {} FROM keys WHERE name = ?1", k_state_columns)) {}
 
 SqliteStore::~SqliteStore() = default;
-
-template <typename Body>
-auto SqliteStore::transaction(Body&& body) {
-  return m_database.write_transaction(std::forward<Body>(body));
-}
-
-template <typename Body>
-auto SqliteStore::read_transaction(Body&& body) {
-  m_database.execute("BEGIN");
-  try {
-    auto result = body();
-    m_database.execute("COMMIT");
-    return result;
-  } catch (...) {
-    sqlite3_exec(m_database.handle(), "ROLLBACK", nullptr, nullptr, nullptr);
-    throw;
-  }
-}
 
 Statement& SqliteStore::prepared(std::unique_ptr<Statement>& slot, const char* sql) {
   if (!slot) {
@@ -187,90 +119,6 @@ void SqliteStore::write(const Row& row, core::Nanos fresh_at) {
 void SqliteStore::erase(std::int64_t id) {
   prepared(m_erase_log, "DELETE FROM grant_log WHERE key_id = ?1").bind(1, id).run();
   prepared(m_erase_key, "DELETE FROM keys WHERE id = ?1").bind(1, id).run();
-}
-
-void SqliteStore::count(std::string_view key, const core::Decision& decision, core::Nanos now) {
-  core::Nanos touched = touched_at(now);
-  std::int64_t granted = decision.allowed ? 1 : 0;
-  std::int64_t waited_us = decision.allowed ? decision.wait / core::k_nanos_per_micro : 0;
-  // Most decisions find the key's row touched within the hour: a plain update of it, which
-  // leaves the index of those times alone and runs the code the update of the key's state
-  // has already run (each page of code a process first runs costs it a page fault).
-  prepared(m_count, "UPDATE counters SET granted = granted + ?2, limited = limited + ?3, "
-                    "waited_us = waited_us + ?4 WHERE name = ?1 AND touched_at >= ?5")
-      .bind_blob(1, key)
-      .bind(2, granted)
-      .bind(3, 1 - granted)
-      .bind(4, waited_us)
-      .bind(5, touched)
-      .run();
-  if (sqlite3_changes(m_database.handle()) > 0) {
-    return;
-  }
-  prepared(m_upsert_counters,
-           "INSERT INTO counters (name, granted, limited, waited_us, touched_at) "
-           "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (name) DO UPDATE SET "
-           "granted = granted + excluded.granted, limited = limited + excluded.limited, "
-           "waited_us = waited_us + excluded.waited_us, touched_at = excluded.touched_at")
-      .bind_blob(1, key)
-      .bind(2, granted)
-      .bind(3, 1 - granted)
-      .bind(4, waited_us)
-      .bind(5, touched)
-      .run();
-}
-
-KeyCounters SqliteStore::counters_of(std::string_view key) {
-  Statement& select = prepared(m_select_counters,
-                               "SELECT granted, limited, waited_us FROM counters WHERE name = ?1");
-  select.bind_blob(1, key);
-  KeyCounters counters;
-  if (select.step()) {
-    counters = {select.column_int(0), select.column_int(1), select.column_int(2)};
-  }
-  select.reset();
-  return counters;
-}
-
-void SqliteStore::forget_stale_counters(core::Nanos now, std::int64_t limit) {
-  prepared(m_forget_stale_counters,
-           "DELETE FROM counters WHERE name IN (SELECT name FROM counters WHERE touched_at < ?1 "
-           "ORDER BY touched_at LIMIT ?2)")
-      .bind(1, now - k_counter_retention)
-      .bind(2, limit)
-      .run();
-}
-
-void SqliteStore::collect_some_garbage(core::Nanos now) {
-  Statement& due = prepared(m_due, "SELECT id, algorithm, clock, limits, fresh_at, log_period, "
-                                   "paused_until FROM keys WHERE fresh_at <= ?1 ORDER BY "
-                                   "fresh_at LIMIT ?2");
-  struct Due {
-    std::int64_t id;
-    std::optional<core::KeyState> state;
-  };
-  std::vector<Due> rows;
-  due.bind(1, now).bind(2, k_gc_batch);
-  while (due.step()) {
-    rows.push_back({due.column_int(0), decode_state(due)});
-  }
-  due.reset();
-  Statement& set_fresh_at = prepared(m_set_fresh_at, "UPDATE keys SET fresh_at = ?2 WHERE id = ?1");
-  for (const Due& row : rows) {
-    if (!row.state) {
-      // Left for `reset`; moved out of the way so that it is not examined again and again.
-      set_fresh_at.bind(1, row.id).bind(2, std::numeric_limits<core::Nanos>::max()).run();
-      continue;
-    }
-    SqliteGrantLog log(m_database.handle(), row.id);
-    core::Decision standing = core::inspect(*row.state, log, now);
-    if (standing.reset_after == 0) {
-      erase(row.id);
-    } else {
-      set_fresh_at.bind(1, row.id).bind(2, fresh_at(standing)).run();
-    }
-  }
-  forget_stale_counters(now, k_gc_batch);
 }
 
 core::Decision SqliteStore::decide(std::string_view key, core::Algorithm algorithm, bool chosen,
@@ -408,20 +256,6 @@ std::vector<KeyStatus> SqliteStore::status(std::span<const std::string> keys) {
   });
 }
 
-std::vector<NamedCounters> SqliteStore::counters() {
-  return read_transaction([&] {
-    std::vector<NamedCounters> result;
-    Statement all(m_database.handle(),
-                  "SELECT name, granted, limited, waited_us FROM counters ORDER BY name");
-    while (all.step()) {
-      result.push_back({std::string(all.column_blob(0)),
-                        {all.column_int(1), all.column_int(2), all.column_int(3)}});
-    }
-    all.reset();
-    return result;
-  });
-}
-
 std::size_t SqliteStore::reset(std::span<const std::string> keys, bool all) {
   return transaction([&] {
     std::size_t removed = 0;
@@ -468,89 +302,12 @@ std::size_t SqliteStore::reset(std::span<const std::string> keys, bool all) {
   });
 }
 
-PauseStanding SqliteStore::pause(std::string_view key, core::Nanos duration) {
-  return transaction([&] {
-    std::optional<Row> row = find(key);
-    core::Nanos time = now();
-    Row paused = row ? *row : Row{};
-    core::Nanos until = core::pause(paused.state, time, duration);
-    SqliteGrantLog log(m_database.handle(), paused.id);
-    core::Nanos fresh = fresh_at(core::inspect(paused.state, log, time));
-    if (!row && until <= paused.state.clock) {
-      // A pause of 0 (Retry-After: 0) holds nothing: no key is made for it.
-    } else if (!row) {
-      // No algorithm and no limits: the first call on the key gives them.
-      prepared(m_insert_paused, "INSERT INTO keys (name, algorithm, clock, limits, fresh_at, "
-                                "paused_until) VALUES (?1, '', ?2, ?3, ?4, ?5)")
-          .bind_blob(1, key)
-          .bind(2, paused.state.clock)
-          .bind_blob(3, "")
-          .bind(4, fresh)
-          .bind(5, until)
-          .run();
-    } else {
-      prepared(m_update_paused,
-               "UPDATE keys SET clock = ?2, paused_until = ?3, fresh_at = ?4 WHERE id = ?1")
-          .bind(1, paused.id)
-          .bind(2, paused.state.clock)
-          .bind(3, until)
-          .bind(4, std::max(fresh, paused.fresh_at))
-          .run();
-    }
-    return PauseStanding{paused.state.clock, until};
-  });
-}
-
-PauseStanding SqliteStore::pause_of(std::string_view key) {
-  // One statement reads one snapshot: no transaction, no lock.
-  Statement& select =
-      prepared(m_select_pause, "SELECT clock, paused_until FROM keys WHERE name = ?1");
-  select.bind_blob(1, key);
-  PauseStanding standing{now(), 0};
-  if (select.step()) {
-    standing.now = std::max(standing.now, select.column_int(0));
-    core::Nanos until = select.column_int(1);
-    standing.paused_until = until > standing.now ? until : 0;
-  }
-  select.reset();
-  return standing;
-}
-
 std::unique_ptr<RunSlots> SqliteStore::run_slots(core::Nanos) {
   return std::make_unique<SqliteRunSlots>(m_database, m_clock);
 }
 
 std::vector<RunEntry> SqliteStore::run_entries(std::span<const std::string> keys) {
   return SqliteRunSlots::entries(m_database, keys);
-}
-
-std::vector<std::string> SqliteStore::collect_garbage() {
-  return transaction([&] {
-    core::Nanos time = now();
-    SqliteRunSlots::collect(m_database, time);
-    Statement all(m_database.handle(),
-                  fmt::format("SELECT {}, name FROM keys ORDER BY name", k_state_columns));
-    std::vector<std::pair<std::int64_t, std::string>> fresh;
-    while (all.step()) {
-      std::optional<core::KeyState> state = decode_state(all);
-      if (!state) {
-        continue; // damaged: not ours to judge; `reset` removes it
-      }
-      std::int64_t id = all.column_int(0);
-      SqliteGrantLog log(m_database.handle(), id);
-      if (core::is_fresh(*state, log, time)) {
-        fresh.emplace_back(id, std::string(all.column_blob(k_name_column)));
-      }
-    }
-    all.reset();
-    std::vector<std::string> removed;
-    for (auto& [id, name] : fresh) {
-      erase(id);
-      removed.push_back(std::move(name));
-    }
-    forget_stale_counters(time, std::numeric_limits<std::int64_t>::max());
-    return removed;
-  });
 }
 
 } // namespace ratelimit::store

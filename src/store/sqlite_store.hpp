@@ -62,10 +62,22 @@ private:
 
   // Runs `body` as one write transaction under the lock; rolls back if it throws.
   template <typename Body>
-  auto transaction(Body&& body);
+  auto transaction(Body&& body) {
+    return m_database.write_transaction(std::forward<Body>(body));
+  }
   // Runs `body` in a read transaction: a consistent snapshot, without the writers' lock.
   template <typename Body>
-  auto read_transaction(Body&& body);
+  auto read_transaction(Body&& body) {
+    m_database.execute("BEGIN");
+    try {
+      auto result = body();
+      m_database.execute("COMMIT");
+      return result;
+    } catch (...) {
+      sqlite3_exec(m_database.handle(), "ROLLBACK", nullptr, nullptr, nullptr);
+      throw;
+    }
+  }
 
   std::optional<Row> find(std::string_view key);
   // The row of `key`, created with a fresh state of `algorithm` when missing.

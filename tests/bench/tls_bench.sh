@@ -5,15 +5,10 @@
 # with a plain and a TLS port, its certificate signed by a CA made here (EC P-256).
 #   tests/bench/tls_bench.sh [path/to/ratelimit] [calls per measurement, default 300]
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 ratelimit=$(realpath "${1:-build/ratelimit}")
 calls=${2:-300}
-work=$(mktemp -d "${TMPDIR:-/tmp}/ratelimit-tls-bench.XXXXXX")
-pid=
-cleanup() {
-  [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-  rm -rf "$work"
-}
-trap cleanup EXIT
+bench_work tls-bench
 
 ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
 (
@@ -25,44 +20,11 @@ ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
     -extfile server.ext -out server.crt
 ) >"$work/openssl.log" 2>&1
 
-for attempt in 1 2 3 4 5; do
-  port=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
-  tls_port=$((port + 1))
-  redis-server --port "$port" --tls-port "$tls_port" --bind 127.0.0.1 --save '' \
-    --appendonly no --dir "$work" --tls-cert-file "$work/server.crt" \
-    --tls-key-file "$work/server.key" --tls-ca-cert-file "$work/ca.crt" \
-    --tls-auth-clients no >"$work/redis.log" 2>&1 &
-  pid=$!
-  for _ in $(seq 100); do
-    grep -q "Ready to accept connections" "$work/redis.log" && break 2
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.05
-  done
-  pid=
-done
-[ -n "$pid" ] || { echo "redis-server did not start" >&2; exit 1; }
+bench_redis tls
 export RATELIMIT_STORE_CA=$work/ca.crt
 
 decide_plain() { "$ratelimit" --store "redis://127.0.0.1:$port" try bench -r 1000000000/s; }
 decide_tls() { "$ratelimit" --store "rediss://127.0.0.1:$tls_port" try bench -r 1000000000/s; }
-
-# Runs `calls` decisions with $1, writing each one's latency in microseconds to $2.
-measure() {
-  local decide=$1 out=$2 i start end
-  : >"$out"
-  for ((i = 0; i < calls; i++)); do
-    start=${EPOCHREALTIME/./}
-    "$decide"
-    end=${EPOCHREALTIME/./}
-    echo $((end - start)) >>"$out"
-  done
-}
-
-# percentile FILE P: the P-th percentile of the numbers in FILE, in milliseconds.
-percentile() {
-  sort -n "$1" | awk -v p="$2" '{ v[NR] = $1 } END {
-    i = int((NR * p + 99) / 100); if (i < 1) i = 1; printf "%.2f", v[i] / 1000 }'
-}
 
 measure decide_tls "$work/warmup" # loads the script, warms the page cache
 # Interleaved rounds, so that a change in the machine's load falls on both alike.

@@ -90,6 +90,45 @@ stop_redis() {
   fi
 }
 
+# launch_redis NAME IS_READY ARGUMENTS...: a redis-server on a free port of 127.0.0.1, given
+# ARGUMENTS with PORT in them replaced by the port, its data in $WORK_ROOT and its log in
+# $WORK_ROOT/NAME.log. Waits until `IS_READY PORT PID NAME` succeeds, then sets LAUNCHED_PORT
+# and LAUNCHED_PID; fails when no attempt got that far.
+launch_redis() {
+  local name=$1 is_ready=$2 attempt port pid tries
+  shift 2
+  for attempt in 1 2 3 4 5 6 7 8; do
+    port=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
+    redis-server "${@//PORT/$port}" --save '' --appendonly no --dir "$WORK_ROOT" \
+      >"$WORK_ROOT/$name.log" 2>&1 &
+    pid=$!
+    for tries in $(seq 200); do
+      if "$is_ready" "$port" "$pid" "$name"; then
+        LAUNCHED_PORT=$port
+        LAUNCHED_PID=$pid
+        return 0
+      fi
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.05
+    done
+    kill "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+  done
+  return 1
+}
+
+# IS_READY checks for launch_redis. redis_answers: the server on port $1 says it is process
+# $2: ours, not another server that already had the port.
+redis_answers() {
+  [ "$(redis-cli -p "$1" info server 2>/dev/null | tr -d '\r' |
+    sed -n 's/^process_id://p')" = "$2" ]
+}
+# redis_log_says_ready: the log of server $3 says it is ready (for servers redis-cli cannot
+# reach without options, such as TLS ones).
+redis_log_says_ready() {
+  grep -q "Ready to accept connections" "$WORK_ROOT/$3.log"
+}
+
 start_redis() {
   if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
     if redis_required; then
@@ -100,30 +139,14 @@ start_redis() {
     echo "$SUITE_NAME: skipped: redis-server is not installed"
     exit 77
   fi
-  local attempt port pid
-  for attempt in 1 2 3 4 5 6 7 8; do
-    port=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
-    redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$WORK_ROOT" \
-      >"$WORK_ROOT/redis.log" 2>&1 &
-    pid=$!
-    local tries
-    for tries in $(seq 100); do
-      # Ours, not another server that already had the port.
-      if [ "$(redis-cli -p "$port" info server 2>/dev/null | tr -d '\r' |
-        sed -n 's/^process_id://p')" = "$pid" ]; then
-        REDIS_PORT=$port
-        REDIS_PID=$pid
-        trap stop_redis EXIT
-        export RATELIMIT_STORE="redis://127.0.0.1:$port"
-        echo "  store: $RATELIMIT_STORE (redis-server pid $pid)"
-        return 0
-      fi
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.05
-    done
-    kill "$pid" 2>/dev/null
-    wait "$pid" 2>/dev/null
-  done
+  if launch_redis redis redis_answers --port PORT --bind 127.0.0.1; then
+    REDIS_PORT=$LAUNCHED_PORT
+    REDIS_PID=$LAUNCHED_PID
+    trap stop_redis EXIT
+    export RATELIMIT_STORE="redis://127.0.0.1:$REDIS_PORT"
+    echo "  store: $RATELIMIT_STORE (redis-server pid $REDIS_PID)"
+    return 0
+  fi
   echo "$SUITE_NAME: redis-server did not start on 127.0.0.1" >&2
   exit 1
 }

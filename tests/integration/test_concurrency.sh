@@ -102,55 +102,51 @@ test_timeout_bounds_the_wait_for_a_slot() {
   expect_true "refused at once: $((ended - started)) ms" test $((ended - started)) -lt 4000
 }
 
-test_a_killed_holder_frees_its_slot_within_a_second() {
-  on_store sqlite || return 0
-  "$RATELIMIT" run k -j 1 -- sleep 30 &
-  local holder=$!
+# start_holder ARGUMENTS...: `run k -j 1 ARGUMENTS -- sleep 30` in the background; half a
+# second later, its pid in $HOLDER and its command's in $CHILD.
+start_holder() {
+  "$RATELIMIT" run k -j 1 "$@" -- sleep 30 &
+  HOLDER=$!
   sleep 0.5
-  local child
-  child=$(pgrep -P $holder sleep)
-  expect_true "the command runs as a child" test -n "$child"
-  rl run k -j 1 -- touch ran &
-  local waiter=$!
+  CHILD=$(pgrep -P $HOLDER sleep)
+  expect_true "the command runs as a child" test -n "$CHILD"
+}
+
+# kill_holder_of_awaited_slot TRIES ARGUMENTS...: a holder (start_holder ARGUMENTS) and a
+# waiter for its slot (`touch ran`); kills the holder and its command, waits at most TRIES
+# times 20 ms for the waiter to run, and leaves in $TOOK the milliseconds since the kill.
+# The waiter is reaped.
+kill_holder_of_awaited_slot() {
+  local tries=$1 waiter killed
+  shift
+  start_holder "$@"
+  rl run k -j 1 "$@" -- touch ran &
+  waiter=$!
   sleep 0.5
   expect_true "the waiter waits" test ! -e ran
-  local killed
   killed=$(now_ms)
-  kill -9 $holder $child
-  local tries=0
-  while [ ! -e ran ] && [ $tries -lt 50 ]; do
+  kill -9 $HOLDER $CHILD
+  while [ ! -e ran ] && [ $tries -gt 0 ]; do
     sleep 0.02
-    tries=$((tries + 1))
+    tries=$((tries - 1))
   done
-  expect_true "the waiter ran within a second of the kill" test -e ran
-  expect_true "within a second: $(($(now_ms) - killed)) ms" test $(($(now_ms) - killed)) -lt 1000
+  TOOK=$(($(now_ms) - killed))
   wait $waiter
+}
+
+test_a_killed_holder_frees_its_slot_within_a_second() {
+  on_store sqlite || return 0
+  kill_holder_of_awaited_slot 50
+  expect_true "the waiter ran within a second of the kill" test -e ran
+  expect_true "within a second: $TOOK ms" test $TOOK -lt 1000
 }
 
 test_a_killed_holder_frees_its_slot_when_its_lease_runs_out() {
   on_store redis || return 0
-  "$RATELIMIT" run k -j 1 --lease 2s -- sleep 30 &
-  local holder=$!
-  sleep 0.5
-  local child
-  child=$(pgrep -P $holder sleep)
-  rl run k -j 1 --lease 2s -- touch ran &
-  local waiter=$!
-  sleep 0.5
-  expect_true "the waiter waits" test ! -e ran
-  local killed
-  killed=$(now_ms)
-  kill -9 $holder $child
   # A lease renewed last up to 2/3 s before the kill: free 1.3 to 2 s after it.
-  local tries=0
-  while [ ! -e ran ] && [ $tries -lt 200 ]; do
-    sleep 0.02
-    tries=$((tries + 1))
-  done
-  local took=$(($(now_ms) - killed))
+  kill_holder_of_awaited_slot 200 --lease 2s
   expect_true "the waiter ran once the lease ran out" test -e ran
-  expect_true "within the lease and a second: $took ms" test $took -lt 3000
-  wait $waiter
+  expect_true "within the lease and a second: $TOOK ms" test $TOOK -lt 3000
 }
 
 test_a_running_holder_keeps_its_slot_past_its_lease() {
@@ -164,16 +160,12 @@ test_a_running_holder_keeps_its_slot_past_its_lease() {
 
 test_a_killed_supervisor_takes_its_command_with_it() {
   on_store sqlite || return 0
-  "$RATELIMIT" run k -j 1 -- sleep 30 &
-  local holder=$!
-  sleep 0.5
-  local child
-  child=$(pgrep -P $holder sleep)
-  kill -9 $holder
+  start_holder
+  kill -9 $HOLDER
   sleep 0.3
   # Gone, or a zombie that its new parent has not reaped yet.
   local state
-  state=$(ps -o stat= -p "$child")
+  state=$(ps -o stat= -p "$CHILD")
   expect_true "the command went with ratelimit (state: $state)" test -z "$state" -o "${state#Z}" != "$state"
   expect_status 0 rl run k -j 1 --no-wait -- true
 }

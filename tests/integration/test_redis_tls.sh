@@ -57,32 +57,19 @@ make_certificates() {
   cd "$WORK_ROOT" || exit 1
 }
 
-# start_server NAME READY_PATTERN ARGUMENTS...: a redis-server on a free port ($PORT), given
-# ARGUMENTS with PORT in them replaced by the port; waits until its log says it is ready.
+# start_server NAME ARGUMENTS...: a redis-server on a free port ($PORT), given ARGUMENTS with
+# PORT in them replaced by the port; waits until its log says it is ready.
 start_server() {
-  local name=$1 attempt port pid tries
+  local name=$1
   shift
-  for attempt in 1 2 3 4 5 6 7 8; do
-    port=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
-    redis-server "${@//PORT/$port}" --save '' --appendonly no --dir "$WORK_ROOT" \
-      >"$WORK_ROOT/$name.log" 2>&1 &
-    pid=$!
-    for tries in $(seq 200); do
-      if grep -q "Ready to accept connections" "$WORK_ROOT/$name.log"; then
-        SERVER_PIDS+=("$pid")
-        PORT=$port
-        echo "  $name: redis-server pid $pid, port $port"
-        return 0
-      fi
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.05
-    done
-    kill "$pid" 2>/dev/null
-    wait "$pid" 2>/dev/null
-  done
-  echo "$SUITE_NAME: redis-server ($name) did not start:" >&2
-  cat "$WORK_ROOT/$name.log" >&2
-  exit 1
+  if ! launch_redis "$name" redis_log_says_ready "$@"; then
+    echo "$SUITE_NAME: redis-server ($name) did not start:" >&2
+    cat "$WORK_ROOT/$name.log" >&2
+    exit 1
+  fi
+  SERVER_PIDS+=("$LAUNCHED_PID")
+  PORT=$LAUNCHED_PORT
+  echo "  $name: redis-server pid $LAUNCHED_PID, port $PORT"
 }
 
 make_certificates

@@ -2,6 +2,7 @@
 
 #include "cli/global_options.hpp"
 #include "cli/usage_error.hpp"
+#include "scoped_env.hpp"
 
 #include <cstdlib>
 #include <doctest/doctest.h>
@@ -10,6 +11,7 @@
 
 using namespace ratelimit;
 using cli::parse_config;
+using test::ScopedEnv;
 
 namespace {
 
@@ -157,34 +159,6 @@ TEST_CASE("cli::parse_config checks the store's timeout and on_error as their op
 }
 
 namespace {
-
-// Sets or unsets an environment variable for the scope, restoring it afterwards.
-class ScopedEnv {
-public:
-  ScopedEnv(const char* name, const char* value) : m_name(name) {
-    if (const char* old = std::getenv(name)) {
-      m_old = old;
-    }
-    if (value) {
-      setenv(name, value, 1);
-    } else {
-      unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (m_old) {
-      setenv(m_name, m_old->c_str(), 1);
-    } else {
-      unsetenv(m_name);
-    }
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
-private:
-  const char* m_name;
-  std::optional<std::string> m_old;
-};
 
 // Options whose configuration is `text`, as if read from the files.
 cli::GlobalOptions options_with(std::string_view text) {

@@ -1,6 +1,7 @@
 #include "store/redis_store.hpp"
 
 #include "redis_server.hpp"
+#include "scoped_env.hpp"
 #include "store/redis_keys.hpp"
 #include "util/clock.hpp"
 
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 using namespace ratelimit;
+using test::ScopedEnv;
 
 namespace {
 
@@ -299,38 +301,6 @@ TEST_CASE("store::RedisStore rounds periods up to a whole microsecond") {
                            {{{1, k_second}, std::int64_t{1} << 53}}),
                   store::UnsupportedRequest);
 }
-
-namespace {
-
-// Sets or unsets an environment variable for the scope, restoring it afterwards.
-class ScopedEnv {
-public:
-  ScopedEnv(const char* name, const char* value) : m_name(name) {
-    if (const char* old = std::getenv(name)) {
-      m_old = old;
-    }
-    if (value) {
-      setenv(name, value, 1);
-    } else {
-      unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (m_old) {
-      setenv(m_name, m_old->c_str(), 1);
-    } else {
-      unsetenv(m_name);
-    }
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
-private:
-  const char* m_name;
-  std::optional<std::string> m_old;
-};
-
-} // namespace
 
 TEST_CASE("test::redis_required by RATELIMIT_REQUIRE_REDIS=1, as scripts/test sets, or CI") {
   ScopedEnv no_ci("CI", nullptr);

@@ -1,0 +1,60 @@
+// The pauses of a SqliteStore: the paused_until column of a key's row, which a key that
+// holds nothing else keeps alone (algorithm '', no limits).
+#include "store/sqlite_store.hpp"
+
+#include "store/sqlite_grant_log.hpp"
+#include "store/sqlite_key_row.hpp"
+
+#include <algorithm>
+
+namespace ratelimit::store {
+
+PauseStanding SqliteStore::pause(std::string_view key, core::Nanos duration) {
+  return transaction([&] {
+    std::optional<Row> row = find(key);
+    core::Nanos time = now();
+    Row paused = row ? *row : Row{};
+    core::Nanos until = core::pause(paused.state, time, duration);
+    SqliteGrantLog log(m_database.handle(), paused.id);
+    core::Nanos fresh = fresh_at(core::inspect(paused.state, log, time));
+    if (!row && until <= paused.state.clock) {
+      // A pause of 0 (Retry-After: 0) holds nothing: no key is made for it.
+    } else if (!row) {
+      // No algorithm and no limits: the first call on the key gives them.
+      prepared(m_insert_paused, "INSERT INTO keys (name, algorithm, clock, limits, fresh_at, "
+                                "paused_until) VALUES (?1, '', ?2, ?3, ?4, ?5)")
+          .bind_blob(1, key)
+          .bind(2, paused.state.clock)
+          .bind_blob(3, "")
+          .bind(4, fresh)
+          .bind(5, until)
+          .run();
+    } else {
+      prepared(m_update_paused,
+               "UPDATE keys SET clock = ?2, paused_until = ?3, fresh_at = ?4 WHERE id = ?1")
+          .bind(1, paused.id)
+          .bind(2, paused.state.clock)
+          .bind(3, until)
+          .bind(4, std::max(fresh, paused.fresh_at))
+          .run();
+    }
+    return PauseStanding{paused.state.clock, until};
+  });
+}
+
+PauseStanding SqliteStore::pause_of(std::string_view key) {
+  // One statement reads one snapshot: no transaction, no lock.
+  Statement& select =
+      prepared(m_select_pause, "SELECT clock, paused_until FROM keys WHERE name = ?1");
+  select.bind_blob(1, key);
+  PauseStanding standing{now(), 0};
+  if (select.step()) {
+    standing.now = std::max(standing.now, select.column_int(0));
+    core::Nanos until = select.column_int(1);
+    standing.paused_until = until > standing.now ? until : 0;
+  }
+  select.reset();
+  return standing;
+}
+
+} // namespace ratelimit::store
