@@ -145,6 +145,16 @@ test_database_and_password_are_the_masters() {
   RATELIMIT_STORE_PASSWORD=wrong expect_status 3 rl --store "$url" try "$key" -r 1/min
   expect_one_line
   expect_contains "$ERR" "ratelimit: redis 127.0.0.1:$MASTER_PORT (master \"$MASTER_NAME\"): "
+  expect_contains "$ERR" "AUTH: "
+  # An ACL user of the master's, with its password from the environment, that may not run
+  # ROLE: the sentinel's word is taken.
+  expect_eq OK "$(redis-cli -p "$MASTER_PORT" ACL SETUSER limiter on '>s3cret' '~*' '&*' \
+    +@all -role)" "ACL SETUSER"
+  RATELIMIT_STORE_PASSWORD=s3cret expect_status 0 rl --store \
+    "redis-sentinel://limiter@127.0.0.1:$SENTINEL_PORT/$MASTER_NAME" try "acl-$key" -r 1/min
+  RATELIMIT_STORE_PASSWORD=s3cret expect_status 1 rl --store \
+    "redis-sentinel://limiter@127.0.0.1:$SENTINEL_PORT/$MASTER_NAME" try "acl-$key" -r 1/min
+  redis-cli -p "$MASTER_PORT" ACL DELUSER limiter >/dev/null
 }
 
 test_unreachable_sentinels_exit_3_naming_them_and_the_master() {
