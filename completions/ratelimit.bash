@@ -174,7 +174,7 @@ _ratelimit() {
     return
     ;;
   --store)
-    mapfile -t COMPREPLY < <(compgen -W "redis:// rediss:// unix:// sqlite:" -- "$cur")
+    mapfile -t COMPREPLY < <(compgen -W "redis:// rediss:// redis-sentinel:// unix:// sqlite:" -- "$cur")
     compopt -o nospace 2>/dev/null
     return
     ;;

@@ -167,7 +167,7 @@ complete -c ratelimit -n __ratelimit_no_command -a simulate -d 'Compare the algo
 set -l global 'not __ratelimit_after_separator'
 complete -c ratelimit -n $global -l config -r -F -d 'Configuration file of named limits and the store'
 complete -c ratelimit -n $global -l db -r -F -d 'SQLite database shared by all invocations'
-complete -c ratelimit -n $global -l store -x -a 'redis:// rediss:// unix:// sqlite:' -d 'Where keys live'
+complete -c ratelimit -n $global -l store -x -a 'redis:// rediss:// redis-sentinel:// unix:// sqlite:' -d 'Where keys live'
 complete -c ratelimit -n $global -l redis-prefix -x -d 'Prefix of the Redis key names'
 complete -c ratelimit -n $global -l store-timeout -x -d 'Longest wait to connect to Redis and for each reply'
 complete -c ratelimit -n $global -l store-ca -r -F -d 'CA certificate of the rediss:// server'

@@ -48,6 +48,7 @@ void add_global_options(CLI::App& app, GlobalOptions& options) {
       ->option_text("FILE");
   app.add_option("--store", options.store,
                  "Where keys live: redis[s]://[[user]:password@]host[:port][/db], "
+                 "redis-sentinel://[[user]:password@]host[:port][,host[:port]...]/master[/db], "
                  "unix://[[user]:password@]/path[?db=N] or sqlite:PATH "
                  "(default $RATELIMIT_STORE, else the SQLite database)")
       ->option_text("URL");

@@ -1,6 +1,7 @@
 #include "store/redis_connection.hpp"
 
 #include "core/rate.hpp"
+#include "store/redis_sentinel.hpp"
 #include "store/store.hpp"
 #include "store/tls_stream.hpp"
 
@@ -12,6 +13,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <hiredis/hiredis.h>
+#include <poll.h>
 #include <redis_script.hpp>
 #include <vector>
 
@@ -75,6 +77,35 @@ std::string error_text(std::string_view message) {
   return text + ":" + std::string(message.substr(space));
 }
 
+// An I/O failure: whether the whole command had been written to the server first (then it
+// may have run) or not (then it did not: a server only runs a command it read whole).
+class ConnectionLost : public StoreError {
+public:
+  ConnectionLost(const std::string& message, bool delivered)
+      : StoreError(message), m_delivered(delivered) {}
+  bool delivered() const { return m_delivered; }
+
+private:
+  bool m_delivered;
+};
+
+// Whether `reply` says the server is a replica now: it wrote nothing. Redis 7 passes the
+// code of an error inside a script on; older servers wrap it in "ERR Error running script".
+bool is_read_only_refusal(const RedisReply& reply) {
+  if (!reply.is_error()) {
+    return false;
+  }
+  std::string_view text = reply.text();
+  return text.starts_with("READONLY ") || text.find("-READONLY ") != std::string_view::npos;
+}
+
+// Commands that only read: one whose reply was lost may be sent again.
+bool only_reads(std::span<const std::string> arguments) {
+  constexpr std::string_view k_readers[] = {"TIME", "SCAN", "HMGET", "PING"};
+  return !arguments.empty() &&
+         std::find(std::begin(k_readers), std::end(k_readers), arguments[0]) != std::end(k_readers);
+}
+
 } // namespace
 
 RedisConnection::RedisConnection(const RedisLocation& location, core::Nanos timeout)
@@ -101,9 +132,16 @@ void RedisConnection::close() {
 }
 
 void RedisConnection::connect(const RedisLocation& location) {
+  if (!location.sentinels.empty()) {
+    connect_to_master(location);
+    return;
+  }
   close();
   m_location = location;
   m_name = "redis " + location.address();
+  if (!m_first_location.master_name.empty()) {
+    m_name += fmt::format(" (master \"{}\")", m_first_location.master_name);
+  }
   if (location.tls) {
     try {
       m_tls =
@@ -119,6 +157,32 @@ void RedisConnection::connect(const RedisLocation& location) {
     connect_plain(location);
   }
   authenticate(location);
+}
+
+void RedisConnection::connect_to_master(const RedisLocation& location) {
+  // Through a failover the sentinels may name the old master, a replica by now, for a while:
+  // ask them once more.
+  for (int attempt = 1;; ++attempt) {
+    connect(locate_master(location, m_timeout));
+    std::string role[] = {"ROLE"};
+    RedisReply reply = send_here(role);
+    // A user that may not run ROLE (an ACL without @admin) is left to the sentinels' word: a
+    // replica would refuse the first write with READONLY all the same.
+    if (reply.is_error() && reply.text().starts_with("NOPERM")) {
+      return;
+    }
+    if (reply.is_error()) {
+      fail(fmt::format("ROLE: {}", error_text(reply.text())));
+    }
+    if (reply.size() > 0 && RedisReply::text_of(reply.at(0)) == "master") {
+      return;
+    }
+    if (attempt == 2) {
+      fail(fmt::format("the sentinels name it, but it is a {}, not the master (a failover in "
+                       "progress?)",
+                       reply.size() > 0 ? RedisReply::text_of(reply.at(0)) : "server"));
+    }
+  }
 }
 
 void RedisConnection::connect_plain(const RedisLocation& location) {
@@ -167,19 +231,19 @@ void RedisConnection::fail(std::string_view why) const {
   throw StoreError(fmt::format("{}: {}", m_name, why));
 }
 
-void RedisConnection::fail_io() const {
+void RedisConnection::fail_io(bool delivered) const {
+  std::string why = lower_first(m_context->errstr);
   if (timed_out(*m_context)) {
-    fail(fmt::format("no answer within {} (--store-timeout)", core::format_seconds(m_timeout)));
+    why = fmt::format("no answer within {} (--store-timeout)", core::format_seconds(m_timeout));
+  } else if (m_context->err == REDIS_ERR_EOF) {
+    why = "the server closed the connection";
   }
-  if (m_context->err == REDIS_ERR_EOF) {
-    fail("the server closed the connection");
-  }
-  fail(lower_first(m_context->errstr));
+  throw ConnectionLost(fmt::format("{}: {}", m_name, why), delivered);
 }
 
 RedisReply RedisConnection::send(std::span<const std::string> arguments) {
   for (int redirections = 0;; ++redirections) {
-    RedisReply reply = send_here(arguments);
+    RedisReply reply = follows_failover() ? send_to_master(arguments) : send_here(arguments);
     std::string_view text = reply.is_error() ? reply.text() : std::string_view();
     bool moved = text.starts_with("MOVED ");
     bool ask = text.starts_with("ASK ");
@@ -203,6 +267,39 @@ RedisReply RedisConnection::send(std::span<const std::string> arguments) {
       command(asking);
     }
   }
+}
+
+bool RedisConnection::closed_while_idle() const {
+  if (!m_context) {
+    return true;
+  }
+  // Nothing is due on an idle connection: anything readable is its end (or junk).
+  pollfd idle{m_context->fd, POLLIN, 0};
+  return ::poll(&idle, 1, 0) > 0;
+}
+
+RedisReply RedisConnection::send_to_master(std::span<const std::string> arguments) {
+  // A failover ends the connections to the old master (the sentinels kill them) and makes it
+  // a replica that refuses writes (READONLY): then the sentinels are asked again and the
+  // command sent once more to the master they name, unless it may already have run.
+  if (!closed_while_idle()) {
+    try {
+      RedisReply reply = send_here(arguments);
+      if (!is_read_only_refusal(reply)) {
+        return reply;
+      }
+    } catch (const ConnectionLost& lost) {
+      // A decision sent twice would count twice, a give-back would give twice: neither is
+      // guessed at.
+      if (lost.delivered() && !only_reads(arguments)) {
+        throw StoreError(fmt::format("{} after the command was sent: it may have run, so it is "
+                                     "not sent again",
+                                     lost.what()));
+      }
+    }
+  }
+  connect(m_first_location);
+  return send_here(arguments);
 }
 
 void RedisConnection::fail_tls(const TlsError& error, bool connecting) const {
@@ -267,10 +364,23 @@ RedisReply RedisConnection::send_here(std::span<const std::string> arguments) {
     argv.push_back(argument.data());
     lengths.push_back(argument.size());
   }
-  void* reply =
-      redisCommandArgv(m_context, static_cast<int>(argv.size()), argv.data(), lengths.data());
-  if (!reply) {
-    fail_io();
+  if (!m_context) {
+    fail("not connected");
+  }
+  // As redisCommandArgv does, in two steps: a failure before the command is written whole
+  // is told from one after (see ConnectionLost).
+  if (redisAppendCommandArgv(m_context, static_cast<int>(argv.size()), argv.data(),
+                             lengths.data()) != REDIS_OK) {
+    fail_io(false);
+  }
+  for (int done = 0; !done;) {
+    if (redisBufferWrite(m_context, &done) != REDIS_OK) {
+      fail_io(false);
+    }
+  }
+  void* reply = nullptr;
+  if (redisGetReply(m_context, &reply) != REDIS_OK || !reply) {
+    fail_io(true);
   }
   return RedisReply(static_cast<redisReply*>(reply));
 }
@@ -316,6 +426,9 @@ void RedisConnection::send_only(std::span<const std::string> arguments) {
   if (m_tls) {
     tls_send(arguments);
     return;
+  }
+  if (follows_failover() && closed_while_idle()) {
+    connect(m_first_location);
   }
   std::vector<const char*> argv;
   std::vector<std::size_t> lengths;

@@ -22,6 +22,13 @@ class TlsError;
 // (never the password). On Redis Cluster it follows MOVED and ASK redirections to the node
 // that holds the key. Over TLS, hiredis only encodes commands and decodes replies: the bytes
 // go through a TlsStream.
+//
+// With sentinels (redis-sentinel://) it connects to the master they name, checked with ROLE,
+// and follows a failover: a connection found closed before a command, or lost before the
+// command was written whole, or a READONLY refusal (the node is a replica now) makes it ask
+// the sentinels again and send the command once more to the master they name. A command
+// whose reply was lost after it was sent is not sent again, unless it only reads: a
+// decision may have run, and running it twice would count it twice.
 class RedisConnection {
 public:
   RedisConnection(const RedisLocation& location, core::Nanos timeout);
@@ -50,9 +57,12 @@ public:
   // Whether a reply may already have been received and buffered (by TLS or the reply
   // reader): then poll(2) on `fd` would not see it, and `read_reply` need not wait.
   bool reply_buffered() const;
-  // Connects again (to the server first named): a blocking command given up on leaves its
-  // reply pending on the old connection.
+  // Connects again (to the server first named, or the master the sentinels name now): a
+  // blocking command given up on leaves its reply pending on the old connection.
   void reconnect();
+
+  // Whether the master is found through sentinels (and so may move).
+  bool follows_failover() const { return !m_first_location.sentinels.empty(); }
 
   // `redis HOST:PORT`, for messages.
   const std::string& name() const { return m_name; }
@@ -61,6 +71,8 @@ public:
 
 private:
   void connect(const RedisLocation& location);
+  // Asks the sentinels of `location` where the master is and connects to it.
+  void connect_to_master(const RedisLocation& location);
   void connect_plain(const RedisLocation& location);
   // AUTH and SELECT, as `location` says.
   void authenticate(const RedisLocation& location);
@@ -69,7 +81,13 @@ private:
   RedisReply send_here(std::span<const std::string> arguments);
   // Sends one command, following cluster redirections.
   RedisReply send(std::span<const std::string> arguments);
-  [[noreturn]] void fail_io() const;
+  // Sends one command to the sentinels' master, following a failover (see above).
+  RedisReply send_to_master(std::span<const std::string> arguments);
+  // Whether the server closed the connection (or sent something unasked) while it was idle.
+  bool closed_while_idle() const;
+  // Throws the StoreError for an I/O failure: `delivered` if the whole command had been
+  // written.
+  [[noreturn]] void fail_io(bool delivered = true) const;
   // Over TLS: sends `arguments` as one command; reads one reply.
   void tls_send(std::span<const std::string> arguments);
   RedisReply tls_read_reply();

@@ -35,10 +35,14 @@ std::int64_t RedisReply::integer() const {
 }
 
 std::string_view RedisReply::text() const {
-  if (!m_reply->str) {
+  return text_of(*m_reply);
+}
+
+std::string_view RedisReply::text_of(const redisReply& reply) {
+  if (!reply.str) {
     return {};
   }
-  return {m_reply->str, m_reply->len};
+  return {reply.str, reply.len};
 }
 
 std::size_t RedisReply::size() const {

@@ -20,6 +20,8 @@ public:
   // An integer reply's value, or a bulk string's as a number; StoreError otherwise.
   std::int64_t integer() const;
   std::string_view text() const;
+  // A string's, status's or error's text (empty for others).
+  static std::string_view text_of(const redisReply& reply);
   std::size_t size() const;
   // Element `index` of an array reply.
   const redisReply& at(std::size_t index) const;

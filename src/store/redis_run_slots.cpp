@@ -142,7 +142,16 @@ int RedisRunSlots::wait_for_change(core::Nanos timeout, util::InterruptSignals& 
     m_connection.reconnect();
     return signal;
   }
-  m_connection.read_reply(); // an element, nil at the timeout, or a redirection: look again
+  try {
+    m_connection.read_reply(); // an element, nil at the timeout, or a redirection: look again
+  } catch (const StoreError&) {
+    // A failover closes the old master's connections: a wake-up lost with it only means
+    // looking again now, on the master the sentinels name.
+    if (!m_connection.follows_failover()) {
+      throw;
+    }
+    m_connection.reconnect();
+  }
   return 0;
 }
 

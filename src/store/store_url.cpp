@@ -74,6 +74,13 @@ bool is_ipv6_address(std::string_view host) {
 
 } // namespace
 
+std::string HostPort::address() const {
+  if (host.find(':') != std::string::npos) {
+    return fmt::format("[{}]:{}", host, port);
+  }
+  return fmt::format("{}:{}", host, port);
+}
+
 std::string RedisLocation::address() const {
   if (!socket_path.empty()) {
     return socket_path;
@@ -155,27 +162,19 @@ Failure parse_unix(std::string_view rest, RedisLocation& location) {
   return std::nullopt;
 }
 
-// `redis://` or `rediss://` after the scheme: `[[user]:password@]host[:port][/db]`.
-Failure parse_tcp(std::string_view rest, RedisLocation& location) {
-  // The authority ends at the first '/'; the userinfo at its last '@'.
-  std::size_t slash = rest.find('/');
-  std::string_view authority = rest.substr(0, slash);
-  if (auto at = authority.rfind('@'); at != std::string_view::npos) {
-    if (auto failure = parse_userinfo(authority.substr(0, at), location)) {
-      return failure;
-    }
-    authority.remove_prefix(at + 1);
-  }
-
+// `host[:port]` (an IPv6 host in brackets) into `host` and `port`, which keeps its default
+// when none is given; what is wrong otherwise.
+Failure parse_host_port(std::string_view authority, std::string& host, int& port) {
   std::string_view port_text;
-  if (authority.starts_with('[')) {
+  bool bracketed = authority.starts_with('[');
+  if (bracketed) {
     std::size_t close = authority.find(']');
     if (close == std::string_view::npos) {
       return "no ']' after the IPv6 address";
     }
-    location.host = std::string(authority.substr(1, close - 1));
-    if (!location.host.empty() && !is_ipv6_address(location.host)) {
-      return fmt::format("invalid IPv6 address \"{}\"", location.host.substr(0, 100));
+    host = std::string(authority.substr(1, close - 1));
+    if (!host.empty() && !is_ipv6_address(host)) {
+      return fmt::format("invalid IPv6 address \"{}\"", host.substr(0, 100));
     }
     std::string_view after = authority.substr(close + 1);
     if (!after.empty() && !after.starts_with(':')) {
@@ -187,7 +186,7 @@ Failure parse_tcp(std::string_view rest, RedisLocation& location) {
     }
   } else {
     std::size_t colon = authority.find(':');
-    location.host = std::string(authority.substr(0, colon));
+    host = std::string(authority.substr(0, colon));
     if (colon != std::string_view::npos) {
       port_text = authority.substr(colon + 1);
       if (port_text.empty()) {
@@ -195,34 +194,110 @@ Failure parse_tcp(std::string_view rest, RedisLocation& location) {
       }
     }
   }
-  if (location.host.empty()) {
+  if (host.empty()) {
     return "no host";
   }
   // Anything else (a query, a fragment, a space) would only be taken for a host that no
   // resolver knows, and found out later as a store error.
-  if (!authority.starts_with('[') && !is_host_name(location.host)) {
+  if (!bracketed && !is_host_name(host)) {
     return fmt::format("invalid host \"{}\" (letters, digits, '-', '.' and '_', or an "
                        "IPv6 address in brackets)",
-                       location.host.substr(0, 100));
+                       host.substr(0, 100));
   }
   if (!port_text.empty()) {
-    auto port = parse_number(port_text, 1, 65535);
-    if (!port) {
+    auto number = parse_number(port_text, 1, 65535);
+    if (!number) {
       return "the port is not a number from 1 to 65535";
     }
-    location.port = *port;
-  }
-  if (slash != std::string_view::npos) {
-    std::string_view db_text = rest.substr(slash + 1);
-    if (!db_text.empty()) {
-      auto db = parse_number(db_text, 0, 1'000'000);
-      if (!db) {
-        return "the database is not a whole number";
-      }
-      location.db = *db;
-    }
+    port = *number;
   }
   return std::nullopt;
+}
+
+// The userinfo before the last '@' of `authority`, if any, into `location`; `authority`
+// keeps what follows it.
+Failure take_userinfo(std::string_view& authority, RedisLocation& location) {
+  if (auto at = authority.rfind('@'); at != std::string_view::npos) {
+    if (auto failure = parse_userinfo(authority.substr(0, at), location)) {
+      return failure;
+    }
+    authority.remove_prefix(at + 1);
+  }
+  return std::nullopt;
+}
+
+// A database number after the path's '/', if any (empty: 0).
+Failure parse_db(std::string_view text, RedisLocation& location) {
+  if (text.empty()) {
+    return std::nullopt;
+  }
+  auto db = parse_number(text, 0, 1'000'000);
+  if (!db) {
+    return "the database is not a whole number";
+  }
+  location.db = *db;
+  return std::nullopt;
+}
+
+// `redis://` or `rediss://` after the scheme: `[[user]:password@]host[:port][/db]`.
+Failure parse_tcp(std::string_view rest, RedisLocation& location) {
+  // The authority ends at the first '/'; the userinfo at its last '@'.
+  std::size_t slash = rest.find('/');
+  std::string_view authority = rest.substr(0, slash);
+  if (auto failure = take_userinfo(authority, location)) {
+    return failure;
+  }
+  if (auto failure = parse_host_port(authority, location.host, location.port)) {
+    return failure;
+  }
+  return slash == std::string_view::npos ? std::nullopt
+                                         : parse_db(rest.substr(slash + 1), location);
+}
+
+// `redis-sentinel://` after the scheme:
+// `[[user]:password@]host[:port][,host[:port]...]/master[/db]`.
+Failure parse_sentinel(std::string_view rest, RedisLocation& location) {
+  std::size_t slash = rest.find('/');
+  std::string_view authority = rest.substr(0, slash);
+  if (auto failure = take_userinfo(authority, location)) {
+    return failure;
+  }
+  for (;;) {
+    std::size_t comma = authority.find(',');
+    HostPort sentinel{"", k_default_sentinel_port};
+    if (auto failure = parse_host_port(authority.substr(0, comma), sentinel.host, sentinel.port)) {
+      return location.sentinels.empty()
+                 ? *failure
+                 : fmt::format("sentinel {}: {}", location.sentinels.size() + 1, *failure);
+    }
+    location.sentinels.push_back(std::move(sentinel));
+    if (comma == std::string_view::npos) {
+      break;
+    }
+    authority.remove_prefix(comma + 1);
+  }
+  if (slash == std::string_view::npos) {
+    return "no master name after the sentinels (/mymaster)";
+  }
+  std::string_view path = rest.substr(slash + 1);
+  if (path.find_first_of("?#") != std::string_view::npos) {
+    return "a '?' or '#' after the master name (%-escape it if the name has one)";
+  }
+  std::size_t second = path.find('/');
+  auto name = percent_decode(path.substr(0, second));
+  if (!name) {
+    return "bad %-escape in the master name";
+  }
+  if (name->empty()) {
+    return "no master name after the sentinels (/mymaster)";
+  }
+  if (std::any_of(name->begin(), name->end(),
+                  [](char c) { return static_cast<unsigned char>(c) <= ' ' || c == 0x7f; })) {
+    return "a space or control character in the master name";
+  }
+  location.master_name = *name;
+  return second == std::string_view::npos ? std::nullopt
+                                          : parse_db(path.substr(second + 1), location);
 }
 
 } // namespace
@@ -236,6 +311,7 @@ core::Result<StoreLocation> parse_store_url(std::string_view url) {
   constexpr std::string_view k_redis = "redis://";
   constexpr std::string_view k_rediss = "rediss://";
   constexpr std::string_view k_unix = "unix://";
+  constexpr std::string_view k_sentinel = "redis-sentinel://";
   if (url.starts_with(k_sqlite)) {
     std::string_view path = url.substr(k_sqlite.size());
     if (path.empty()) {
@@ -250,6 +326,8 @@ core::Result<StoreLocation> parse_store_url(std::string_view url) {
   } else if (url.starts_with(k_rediss)) {
     location.tls = true;
     failure = parse_tcp(url.substr(k_rediss.size()), location);
+  } else if (url.starts_with(k_sentinel)) {
+    failure = parse_sentinel(url.substr(k_sentinel.size()), location);
   } else if (url.starts_with(k_unix)) {
     failure = parse_unix(url.substr(k_unix.size()), location);
   } else {

@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 namespace ratelimit::store {
 
@@ -21,7 +22,19 @@ struct TlsFiles {
   std::string key_file;  // --store-key: its private key (else in `cert_file`)
 };
 
-// `redis[s]://[[user]:password@]host[:port][/db]` or
+// A server's TCP address.
+struct HostPort {
+  std::string host;
+  int port = 0;
+
+  // `host:port` (IPv6 in brackets).
+  std::string address() const;
+};
+
+inline constexpr int k_default_sentinel_port = 26379;
+
+// `redis[s]://[[user]:password@]host[:port][/db]`,
+// `redis-sentinel://[[user]:password@]host[:port][,host[:port]...]/master[/db]` or
 // `unix://[[user]:password@]/path[?db=N]`.
 struct RedisLocation {
   std::string host;
@@ -32,6 +45,11 @@ struct RedisLocation {
   std::string socket_path; // unix://: the socket's path (then no host and port)
   bool tls = false;        // rediss://
   TlsFiles tls_files;      // not from the URL: --store-ca, --store-cert, --store-key
+  // redis-sentinel://: the sentinels to ask, in order, for the address of `master_name`
+  // (then no host and port until they answer). The user and password are the master's:
+  // the sentinels are asked without them, and never over TLS.
+  std::vector<HostPort> sentinels;
+  std::string master_name;
 
   // `host:port` (IPv6 in brackets) or the socket's path, for messages: never the password.
   std::string address() const;
@@ -41,12 +59,14 @@ using StoreLocation = std::variant<SqliteLocation, RedisLocation>;
 
 // The accepted forms, for messages.
 inline constexpr std::string_view k_store_url_form =
-    "redis[s]://[[user]:password@]host[:port][/db], unix://[[user]:password@]/path[?db=N] or "
-    "sqlite:PATH";
+    "redis[s]://[[user]:password@]host[:port][/db], "
+    "redis-sentinel://[[user]:password@]host[:port][,host[:port]...]/master[/db], "
+    "unix://[[user]:password@]/path[?db=N] or sqlite:PATH";
 
 // Parses a --store URL. The user and password may be percent-encoded (`%40` for `@`); an
 // IPv6 host goes in brackets (`redis://[::1]:6380`); a Unix socket's path is absolute
-// (`unix:///run/redis/redis.sock`). The error names the accepted form.
+// (`unix:///run/redis/redis.sock`); a sentinel's port is 26379 unless given. The error names
+// the accepted form.
 core::Result<StoreLocation> parse_store_url(std::string_view url);
 
 } // namespace ratelimit::store

@@ -185,7 +185,7 @@ test_version_names_the_stores() {
 test_store_url_form_is_the_same_everywhere() {
   expect_status 2 rl --store redis:/x try k -r 1/s
   local forms=${ERR##*expected } form
-  expect_eq 'redis[s]://[[user]:password@]host[:port][/db], unix://[[user]:password@]/path[?db=N] or sqlite:PATH' \
+  expect_eq 'redis[s]://[[user]:password@]host[:port][/db], redis-sentinel://[[user]:password@]host[:port][,host[:port]...]/master[/db], unix://[[user]:password@]/path[?db=N] or sqlite:PATH' \
     "$forms" "forms in the message"
   expect_contains "$(rl --help)" "$forms" "ratelimit --help"
   forms=${forms/ or /, }

@@ -173,7 +173,7 @@ test_malformed_store_urls() {
   local url
   for url in 'redis://h?x=1' 'redis://a b' 'redis://h#frag' 'redis://localhost:6379?db=1' \
     $'redis://h\nx' 'redis://[::1' 'redis://[fe80::1%25eth0]'; do
-    expect_usage_error 'expected redis[s]://[[user]:password@]host[:port][/db], unix://[[user]:password@]/path[?db=N] or sqlite:PATH' \
+    expect_usage_error 'expected redis[s]://[[user]:password@]host[:port][/db], redis-sentinel://[[user]:password@]host[:port][,host[:port]...]/master[/db], unix://[[user]:password@]/path[?db=N] or sqlite:PATH' \
       --store "$url" try k -r 1/s
   done
   expect_contains "$ERR" 'invalid IPv6 address "fe80::1%25eth0"'

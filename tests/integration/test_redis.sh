@@ -71,7 +71,7 @@ test_silent_server_exits_3_within_the_timeout() {
 test_malformed_url_exits_2() {
   expect_status 2 rl --store redis:/localhost try k -r 1/s
   expect_one_line
-  expect_contains "$ERR" 'ratelimit: invalid store "redis:/localhost": unknown scheme; expected redis[s]://[[user]:password@]host[:port][/db], unix://[[user]:password@]/path[?db=N] or sqlite:PATH'
+  expect_contains "$ERR" 'ratelimit: invalid store "redis:/localhost": unknown scheme; expected redis[s]://[[user]:password@]host[:port][/db], redis-sentinel://[[user]:password@]host[:port][,host[:port]...]/master[/db], unix://[[user]:password@]/path[?db=N] or sqlite:PATH'
   RATELIMIT_STORE=redis://host:99999 expect_status 2 rl try k -r 1/s
   expect_one_line
   expect_status 2 rl --store redis://127.0.0.1 --db x.db try k -r 1/s

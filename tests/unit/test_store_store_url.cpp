@@ -153,12 +153,31 @@ TEST_CASE("store::parse_store_url rejects malformed URLs naming the accepted for
                        "unix:///r.sock?db=x",
                        "unix:///r.sock?x=1",
                        "unix:///r%zz.sock",
+                       "redis-sentinel://",
+                       "redis-sentinel://host",
+                       "redis-sentinel://host/",
+                       "redis-sentinel:///mymaster",
+                       "redis-sentinel://a,/mymaster",
+                       "redis-sentinel://,a/mymaster",
+                       "redis-sentinel://a,,b/mymaster",
+                       "redis-sentinel://a:0/mymaster",
+                       "redis-sentinel://a:26379,b:x/mymaster",
+                       "redis-sentinel://a b/mymaster",
+                       "redis-sentinel://[::1/mymaster",
+                       "redis-sentinel://a/my%zzmaster",
+                       "redis-sentinel://a/my%20master",
+                       "redis-sentinel://a/mymaster?x=1",
+                       "redis-sentinel://a/mymaster#f",
+                       "redis-sentinel://a/mymaster/x",
+                       "redis-sentinel://a/mymaster/1/2",
+                       "redis-sentinel://:@a/mymaster",
                        "sqlite:"};
   for (const char* url : bad) {
     INFO(url);
     std::string error = error_of(url);
     CHECK(error.find("invalid store") == 0);
     CHECK(error.find("expected redis[s]://[[user]:password@]host[:port][/db], "
+                     "redis-sentinel://[[user]:password@]host[:port][,host[:port]...]/master[/db], "
                      "unix://[[user]:password@]/path[?db=N] or sqlite:PATH") != std::string::npos);
   }
 }
@@ -167,14 +186,60 @@ TEST_CASE("store::parse_store_url quotes the bad URL and says what is wrong") {
   CHECK(error_of("redis://host:99999") ==
         "invalid store \"redis://host:99999\": the port is not a number from 1 to 65535; "
         "expected redis[s]://[[user]:password@]host[:port][/db], "
+        "redis-sentinel://[[user]:password@]host[:port][,host[:port]...]/master[/db], "
         "unix://[[user]:password@]/path[?db=N] or sqlite:PATH");
   CHECK(error_of("mysql://db").find("unknown scheme") != std::string::npos);
   CHECK(error_of("redis://h?x=1") ==
         "invalid store \"redis://h?x=1\": invalid host \"h?x=1\" (letters, digits, '-', '.' and "
         "'_', or an IPv6 address in brackets); "
         "expected redis[s]://[[user]:password@]host[:port][/db], "
+        "redis-sentinel://[[user]:password@]host[:port][,host[:port]...]/master[/db], "
         "unix://[[user]:password@]/path[?db=N] or sqlite:PATH");
   CHECK(error_of("unix://cache/r.sock").find("a host before the socket's path") !=
         std::string::npos);
   CHECK(error_of("redis://[v6]").find("invalid IPv6 address \"v6\"") != std::string::npos);
+}
+
+TEST_CASE("store::parse_store_url reads sentinels, each on 26379 unless given, and the master") {
+  RedisLocation location = redis("redis-sentinel://s1.internal,10.0.0.2:26380,[::1]/mymaster");
+  REQUIRE(location.sentinels.size() == 3);
+  CHECK(location.sentinels[0].host == "s1.internal");
+  CHECK(location.sentinels[0].port == 26379);
+  CHECK(location.sentinels[1].host == "10.0.0.2");
+  CHECK(location.sentinels[1].port == 26380);
+  CHECK(location.sentinels[2].host == "::1");
+  CHECK(location.sentinels[2].address() == "[::1]:26379");
+  CHECK(location.master_name == "mymaster");
+  // The master's address comes from the sentinels.
+  CHECK(location.host.empty());
+  CHECK(location.db == 0);
+  CHECK(location.password.empty());
+  CHECK_FALSE(location.tls);
+}
+
+TEST_CASE("store::parse_store_url reads the master's password, user and database") {
+  RedisLocation location = redis("redis-sentinel://limiter:p%40ss@s1:5000,s2/cache.main/3");
+  CHECK(location.user == "limiter");
+  CHECK(location.password == "p@ss");
+  REQUIRE(location.sentinels.size() == 2);
+  CHECK(location.sentinels[0].address() == "s1:5000");
+  CHECK(location.sentinels[1].address() == "s2:26379");
+  CHECK(location.master_name == "cache.main");
+  CHECK(location.db == 3);
+  CHECK(redis("redis-sentinel://:pw@s/m/").password == "pw");
+  CHECK(redis("redis-sentinel://s/m/").db == 0);
+  CHECK(redis("redis-sentinel://s/my%2Fmaster").master_name == "my/master");
+  CHECK(redis("redis-sentinel://limiter@s/m").user == "limiter");
+}
+
+TEST_CASE("store::parse_store_url says which sentinel or what of the master is wrong") {
+  CHECK(error_of("redis-sentinel://a,b:0/m")
+            .find(": sentinel 2: the port is not a number "
+                  "from 1 to 65535; expected ") != std::string::npos);
+  CHECK(error_of("redis-sentinel://a:26379").find("no master name after the sentinels") !=
+        std::string::npos);
+  CHECK(error_of("redis-sentinel://a/m/x").find("the database is not a whole number") !=
+        std::string::npos);
+  CHECK(error_of("redis-sentinel://a/m?db=1").find("a '?' or '#' after the master name") !=
+        std::string::npos);
 }
