@@ -129,7 +129,9 @@ redis_log_says_ready() {
   grep -q "Ready to accept connections" "$WORK_ROOT/$3.log"
 }
 
-start_redis() {
+# Skips the suite (exit 77) when redis-server or redis-cli is missing, or fails it when Redis
+# is required.
+require_redis_server() {
   if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
     if redis_required; then
       echo "$SUITE_NAME: redis-server is required (RATELIMIT_REQUIRE_REDIS=1 or CI=true)" \
@@ -139,6 +141,35 @@ start_redis() {
     echo "$SUITE_NAME: skipped: redis-server is not installed"
     exit 77
   fi
+}
+
+# For the suites that run several servers of their own. start_server NAME IS_READY
+# ARGUMENTS...: a redis-server launched as launch_redis does, its port in $PORT and its PID
+# in SERVER_PIDS; stop_servers (trapped at exit) stops them all, stopped ones too.
+SERVER_PIDS=()
+start_server() {
+  local name=$1
+  shift
+  if ! launch_redis "$name" "$@"; then
+    echo "$SUITE_NAME: redis-server ($name) did not start:" >&2
+    cat "$WORK_ROOT/$name.log" >&2
+    exit 1
+  fi
+  SERVER_PIDS+=("$LAUNCHED_PID")
+  PORT=$LAUNCHED_PORT
+  echo "  $name: redis-server pid $LAUNCHED_PID, port $PORT"
+}
+stop_servers() {
+  local pid
+  for pid in "${SERVER_PIDS[@]}"; do
+    kill -CONT "$pid" 2>/dev/null
+    kill "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+  done
+}
+
+start_redis() {
+  require_redis_server
   if launch_redis redis redis_answers --port PORT --bind 127.0.0.1; then
     REDIS_PORT=$LAUNCHED_PORT
     REDIS_PID=$LAUNCHED_PID

@@ -5,30 +5,13 @@
 # replica and sentinel on loopback and stops them by PID.
 . "$(dirname "$0")/lib.sh"
 
-if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
-  if redis_required; then
-    echo "$SUITE_NAME: redis-server is required (RATELIMIT_REQUIRE_REDIS=1 or CI=true)" \
-      "but not installed (apt-get install redis-server)" >&2
-    exit 1
-  fi
-  echo "$SUITE_NAME: skipped: redis-server is not installed"
-  exit 77
-fi
+require_redis_server
 
 MASTER_NAME=limits
-SERVER_PIDS=()
 MASTER_PORT=
 REPLICA_PORT=
 SENTINEL_PORT=
 
-stop_servers() {
-  local pid
-  for pid in "${SERVER_PIDS[@]}"; do
-    kill -CONT "$pid" 2>/dev/null
-    kill "$pid" 2>/dev/null
-    wait "$pid" 2>/dev/null
-  done
-}
 trap stop_servers EXIT
 
 # A port no one listens on now (a test that needs an unreachable sentinel), from bash alone.
@@ -39,39 +22,6 @@ free_port() {
     (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || break
   done
   echo "$port"
-}
-
-# start_server NAME ARGUMENTS...: a redis-server on a free port ($PORT), given ARGUMENTS with
-# PORT in them replaced by the port (a sentinel's configuration file is written with it);
-# waits until it answers PING and says its own PID.
-start_server() {
-  local name=$1 attempt port pid tries
-  shift
-  for attempt in 1 2 3 4 5 6 7 8; do
-    port=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
-    if [ "$name" = sentinel ]; then
-      # A sentinel rewrites its configuration file: one of its own.
-      sed "s/PORT/$port/" "$WORK_ROOT/sentinel.conf.in" >"$WORK_ROOT/sentinel.conf"
-    fi
-    redis-server "${@//PORT/$port}" >"$WORK_ROOT/$name.log" 2>&1 &
-    pid=$!
-    for tries in $(seq 200); do
-      if [ "$(redis-cli -p "$port" info server 2>/dev/null | tr -d '\r' |
-        sed -n 's/^process_id://p')" = "$pid" ]; then
-        SERVER_PIDS+=("$pid")
-        PORT=$port
-        echo "  $name: redis-server pid $pid, port $port"
-        return 0
-      fi
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.05
-    done
-    kill "$pid" 2>/dev/null
-    wait "$pid" 2>/dev/null
-  done
-  echo "$SUITE_NAME: redis-server ($name) did not start:" >&2
-  cat "$WORK_ROOT/$name.log" >&2
-  exit 1
 }
 
 # Waits (up to 30 s, polling) until the replica on $REPLICA_PORT has its link to the master up.
@@ -91,26 +41,24 @@ sentinel_master_port() {
   redis-cli -p "$SENTINEL_PORT" SENTINEL get-master-addr-by-name "$MASTER_NAME" | sed -n 2p
 }
 
-data_arguments=(--bind 127.0.0.1 --save '' --appendonly no --dir "$WORK_ROOT")
 # The replica's first sync starts at once, not after the default 5 s of diskless delay.
-start_server master --port PORT "${data_arguments[@]}" --repl-diskless-sync-delay 0
+start_server master redis_answers --port PORT --bind 127.0.0.1 --repl-diskless-sync-delay 0
 MASTER_PORT=$PORT
-start_server replica --port PORT "${data_arguments[@]}" --replicaof 127.0.0.1 "$MASTER_PORT"
+start_server replica redis_answers --port PORT --bind 127.0.0.1 --replicaof 127.0.0.1 "$MASTER_PORT"
 REPLICA_PORT=$PORT
 wait_for_replica_link
 # Quorum 1: the one sentinel decides. The failover is asked for (SENTINEL FAILOVER): the
 # master, busy for 2 s in one test, is never taken for down (10 s without an answer).
-cat >"$WORK_ROOT/sentinel.conf.in" <<EOF
-port PORT
+cat >"$WORK_ROOT/sentinel.conf" <<EOF
 bind 127.0.0.1
 dir $WORK_ROOT
 sentinel monitor $MASTER_NAME 127.0.0.1 $MASTER_PORT 1
 sentinel down-after-milliseconds $MASTER_NAME 10000
 sentinel failover-timeout $MASTER_NAME 10000
 EOF
-start_server sentinel "$WORK_ROOT/sentinel.conf" --sentinel
+start_server sentinel redis_answers "$WORK_ROOT/sentinel.conf" --sentinel --port PORT
 SENTINEL_PORT=$PORT
-start_server silent --port PORT "${data_arguments[@]}"
+start_server silent redis_answers --port PORT --bind 127.0.0.1
 SILENT_PORT=$PORT
 SILENT_PID=${SERVER_PIDS[-1]}
 unset RATELIMIT_STORE RATELIMIT_STORE_PASSWORD

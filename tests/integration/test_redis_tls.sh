@@ -15,19 +15,9 @@ fi
 
 CERTS=$WORK_ROOT/certs
 SOCKET=$WORK_ROOT/redis.sock
-SERVER_PIDS=()
 PLAIN_PORT=
 TLS_PORT=
 MTLS_PORT=
-
-stop_servers() {
-  local pid
-  for pid in "${SERVER_PIDS[@]}"; do
-    kill -CONT "$pid" 2>/dev/null
-    kill "$pid" 2>/dev/null
-    wait "$pid" 2>/dev/null
-  done
-}
 trap stop_servers EXIT
 
 # A CA, a server certificate for localhost and 127.0.0.1, one for localhost only and a client
@@ -57,32 +47,19 @@ make_certificates() {
   cd "$WORK_ROOT" || exit 1
 }
 
-# start_server NAME ARGUMENTS...: a redis-server on a free port ($PORT), given ARGUMENTS with
-# PORT in them replaced by the port; waits until its log says it is ready.
-start_server() {
-  local name=$1
-  shift
-  if ! launch_redis "$name" redis_log_says_ready "$@"; then
-    echo "$SUITE_NAME: redis-server ($name) did not start:" >&2
-    cat "$WORK_ROOT/$name.log" >&2
-    exit 1
-  fi
-  SERVER_PIDS+=("$LAUNCHED_PID")
-  PORT=$LAUNCHED_PORT
-  echo "  $name: redis-server pid $LAUNCHED_PID, port $PORT"
-}
-
 make_certificates
 # A plain server on a port and a Unix socket, with a password.
-start_server plain --port PORT --bind 127.0.0.1 --unixsocket "$SOCKET" --unixsocketperm 700 \
+start_server plain redis_log_says_ready --port PORT --bind 127.0.0.1 --unixsocket "$SOCKET" \
+  --unixsocketperm 700 \
   --requirepass 's3cret pass'
 PLAIN_PORT=$PORT
 tls_arguments=(--port 0 --bind 127.0.0.1 --tls-cert-file "$CERTS/server.crt"
   --tls-key-file "$CERTS/server.key" --tls-ca-cert-file "$CERTS/ca.crt")
-start_server tls --tls-port PORT "${tls_arguments[@]}" --tls-auth-clients no
+start_server tls redis_log_says_ready --tls-port PORT "${tls_arguments[@]}" --tls-auth-clients no
 TLS_PORT=$PORT
 # This one's certificate names localhost only.
-start_server mtls --tls-port PORT "${tls_arguments[@]/server.crt/named.crt}" \
+start_server mtls redis_log_says_ready --tls-port PORT \
+  "${tls_arguments[@]/server.crt/named.crt}" \
   --tls-auth-clients yes
 MTLS_PORT=$PORT
 unset RATELIMIT_STORE RATELIMIT_STORE_PASSWORD RATELIMIT_STORE_CA RATELIMIT_STORE_CERT \
