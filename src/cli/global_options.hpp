@@ -3,6 +3,7 @@
 #include "cli/cli11_fwd.hpp"
 #include "cli/config_file.hpp"
 #include "core/time.hpp"
+#include "store/store_url.hpp"
 
 #include <memory>
 #include <optional>
@@ -55,6 +56,13 @@ bool fails_open(const GlobalOptions& options);
 // timeout when the command line and the environment name no store, else 1s. Throws
 // UsageError.
 core::Nanos store_timeout(const GlobalOptions& options);
+
+// The TLS files of a rediss:// store: each option (--store-ca, --store-cert, --store-key),
+// else its variable (RATELIMIT_STORE_CA, _CERT, _KEY), else, when neither the command line
+// nor the environment names the store, the configuration's [store] ca, cert, key. A key from
+// the configuration only goes with the certificate from there. Throws UsageError for a key
+// without a certificate, or a configuration file that cannot be read.
+store::TlsFiles tls_files(const GlobalOptions& options);
 
 // The database path: --db, else $RATELIMIT_DB, else $XDG_STATE_HOME/ratelimit/ratelimit.db
 // (~/.local/state/ratelimit/ratelimit.db).
