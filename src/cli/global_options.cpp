@@ -267,6 +267,14 @@ void export_store_environment(const GlobalOptions& options) {
     ::setenv("RATELIMIT_CONFIG", options.config.c_str(), 1);
   }
   ::setenv("RATELIMIT_REDIS_PREFIX", options.redis_prefix.c_str(), 1);
+  // The TLS files of the command line: a rediss:// store is not reached without them.
+  for (const auto& [value, variable] : {std::pair{&options.store_ca, "RATELIMIT_STORE_CA"},
+                                        std::pair{&options.store_cert, "RATELIMIT_STORE_CERT"},
+                                        std::pair{&options.store_key, "RATELIMIT_STORE_KEY"}}) {
+    if (!value->empty()) {
+      ::setenv(variable, value->c_str(), 1);
+    }
+  }
 }
 
 std::string database_path(const GlobalOptions& options) {

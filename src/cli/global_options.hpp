@@ -44,8 +44,9 @@ void add_global_options(CLI::App& app, GlobalOptions& options);
 
 // Sets in this process's environment what a nested ratelimit needs to reach the store
 // `options` name, whatever its own command line says: RATELIMIT_STORE or RATELIMIT_DB for
-// --store or --db (the other one unset), RATELIMIT_CONFIG for --config, and
-// RATELIMIT_REDIS_PREFIX. `run` calls it before it starts its command.
+// --store or --db (the other one unset), RATELIMIT_CONFIG for --config,
+// RATELIMIT_REDIS_PREFIX, and RATELIMIT_STORE_CA, _CERT, _KEY for --store-ca, --store-cert,
+// --store-key. `run` calls it before it starts its command.
 void export_store_environment(const GlobalOptions& options);
 // Whether a failing store grants (--on-store-error=allow): the option, else, when neither the
 // command line nor the environment names the store, the configuration's [store] on_error;

@@ -233,6 +233,17 @@ TOML
   expect_contains "$ERR" "limits.toml:4: key names the private key of a client certificate, but [store] has no cert"
 }
 
+# run hands its command the TLS files of its command line: a nested pause reaches the store.
+test_run_passes_its_tls_files_to_its_command() {
+  local key=nested-$RANDOM
+  local -a store=(--store "rediss://localhost:$MTLS_PORT" --store-ca "$CERTS/ca.crt"
+    --store-cert "$CERTS/client.crt" --store-key "$CERTS/client.key")
+  expect_status 0 rl "${store[@]}" run "$key" -r 5/min -- \
+    sh -c '"$0" pause "$RATELIMIT_KEY" 30s' "$RATELIMIT"
+  expect_status 1 rl "${store[@]}" try "$key" -r 5/min
+  expect_contains "$ERR" "paused"
+}
+
 test_tls_certificate_for_another_host_exits_3() {
   # The certificate is signed by the CA given, but names localhost, not 127.0.0.1.
   expect_status 3 rl --store "rediss://127.0.0.1:$MTLS_PORT" --store-ca "$CERTS/ca.crt" \
