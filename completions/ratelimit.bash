@@ -52,13 +52,13 @@ _ratelimit_keys() {
     word=$1
     shift
     case $word in
-    --db | --store | --redis-prefix)
+    --db | --store | --redis-prefix | --store-ca | --store-cert | --store-key)
       [[ $word == --db ]] && db=$1
       [[ $word == --store ]] && remote=$1
       store+=("$word" "${1:-}")
       shift
       ;;
-    --db=* | --store=* | --redis-prefix=*)
+    --db=* | --store=* | --redis-prefix=* | --store-ca=* | --store-cert=* | --store-key=*)
       [[ $word == --db=* ]] && db=${word#*=}
       [[ $word == --store=* ]] && remote=${word#*=}
       store+=("$word")

@@ -86,13 +86,13 @@ function __ratelimit_keys
         set -l token $tokens[1]
         set -e tokens[1]
         switch $token
-            case --db --store --redis-prefix
+            case --db --store --redis-prefix --store-ca --store-cert --store-key
                 set -q tokens[1]; or break
                 test $token = --db; and set db $tokens[1]
                 test $token = --store; and set remote $tokens[1]
                 set -a store $token $tokens[1]
                 set -e tokens[1]
-            case '--db=*' '--store=*' '--redis-prefix=*'
+            case '--db=*' '--store=*' '--redis-prefix=*' '--store-ca=*' '--store-cert=*' '--store-key=*'
                 string match -q -- '--db=*' $token; and set db (string replace -- --db= '' $token)
                 string match -q -- '--store=*' $token; and set remote (string replace -- --store= '' $token)
                 set -a store $token

@@ -38,6 +38,13 @@ namespace {
 
 constexpr const char* k_limit_settings = "rate, algorithm, burst, cost, timeout";
 
+// An example path for a TLS setting of [store] (ca, cert or key), for messages.
+constexpr std::string_view tls_file_example(std::string_view setting) {
+  return setting == "ca"     ? "/etc/ssl/redis/ca.pem"
+         : setting == "cert" ? "/etc/ssl/redis/client.pem"
+                             : "/etc/ssl/redis/client.key";
+}
+
 class Reader {
 public:
   explicit Reader(const std::string& file) : m_file(file) {}
@@ -220,16 +227,41 @@ public:
           return error(value, "on_error takes deny or allow, e.g. on_error = \"allow\"");
         }
         config.store_on_error = text->get();
+      } else if (setting == "ca" || setting == "cert" || setting == "key") {
+        if (text == nullptr || text->get().empty() || text->get().find('\0') != std::string::npos) {
+          return error(value, fmt::format("{} takes the path of a PEM file, e.g. {} = \"{}\"",
+                                          setting, setting, tls_file_example(setting)));
+        }
+        ConfigPath path{beside_file(text->get()), where(value)};
+        (setting == "ca"     ? config.store_ca
+         : setting == "cert" ? config.store_cert
+                             : config.store_key) = path;
       } else {
-        return error(value, fmt::format("unknown setting {} in [store]; expected url, timeout "
-                                        "or on_error",
+        return error(value, fmt::format("unknown setting {} in [store]; expected url, timeout, "
+                                        "on_error, ca, cert or key",
                                         util::printable_key(setting)));
       }
+    }
+    if (config.store_key && !config.store_cert) {
+      return core::Result<Config>::failure(
+          fmt::format("{}: key names the private key of a client certificate, but [store] has "
+                      "no cert; add cert = \"PATH\" (the key may also be in its file)",
+                      config.store_key->defined_in));
     }
     return config;
   }
 
 private:
+  // `path` as the file means it: a relative one from the file's directory, as most Unix
+  // tools read the paths of their configuration files, whatever the current directory.
+  std::string beside_file(const std::string& path) const {
+    std::string::size_type slash = m_file.rfind('/');
+    if (path.front() == '/' || slash == std::string::npos) {
+      return path;
+    }
+    return m_file.substr(0, slash + 1) + path;
+  }
+
   const std::string& m_file;
 };
 
@@ -392,6 +424,14 @@ Config load_config(const std::string& explicit_file) {
       if (!(merged.*setting)) {
         merged.*setting = (*config).*setting;
       }
+    }
+    if (!merged.store_ca) {
+      merged.store_ca = config->store_ca;
+    }
+    // A key belongs to its certificate: both come from the file that names the certificate.
+    if (!merged.store_cert) {
+      merged.store_cert = config->store_cert;
+      merged.store_key = config->store_key;
     }
   }
   return merged;

@@ -24,6 +24,13 @@ struct NamedLimit {
 // How a TOML table header names `key`: bare when it may be, else quoted and escaped.
 std::string table_name(std::string_view key);
 
+// A path that a configuration file gives: relative to the file's directory when relative
+// there (made so by the reader), and where it was given.
+struct ConfigPath {
+  std::string path;
+  std::string defined_in; // FILE:LINE, for messages
+};
+
 // What the configuration files say.
 struct Config {
   std::map<std::string, NamedLimit, std::less<>> limits;
@@ -33,14 +40,20 @@ struct Config {
   std::optional<std::string> store_url;
   std::optional<std::string> store_timeout;
   std::optional<std::string> store_on_error;
+  // [store] ca, cert, key: the TLS files of a rediss:// store, as --store-ca, --store-cert,
+  // --store-key. A key comes with its certificate, from the same file.
+  std::optional<ConfigPath> store_ca;
+  std::optional<ConfigPath> store_cert;
+  std::optional<ConfigPath> store_key;
 };
 
 // Parses the text of one configuration file called `file` (TOML):
 //   [limits.NAME]  rate = "10/s" | ["10/s", "5000/h"], algorithm = "...",
 //                  burst = N | [N, ...], cost = N, timeout = "30s"
 //   [store]        url = "redis://..." | "sqlite:PATH", timeout = "2s",
-//                  on_error = "deny" | "allow"
-// Every value is checked as its option would be. An error reads `FILE:LINE: what is wrong`.
+//                  on_error = "deny" | "allow", ca = "PATH", cert = "PATH", key = "PATH"
+// A relative PATH is taken relative to the directory of `file`. Every value is checked as its
+// option would be. An error reads `FILE:LINE: what is wrong`.
 core::Result<Config> parse_config(std::string_view text, const std::string& file);
 
 // The files to read, the one that wins first: `explicit_file` (--config) alone, else

@@ -65,15 +65,16 @@ void add_global_options(CLI::App& app, GlobalOptions& options) {
       ->option_text("DURATION");
   app.add_option("--store-ca", options.store_ca,
                  "CA certificate (PEM) that the rediss:// server's certificate must verify "
-                 "against, instead of the system's (default $RATELIMIT_STORE_CA)")
+                 "against, instead of the system's (default $RATELIMIT_STORE_CA, else [store] "
+                 "ca)")
       ->option_text("FILE");
   app.add_option("--store-cert", options.store_cert,
                  "Client certificate (PEM) for a rediss:// server that demands one (default "
-                 "$RATELIMIT_STORE_CERT)")
+                 "$RATELIMIT_STORE_CERT, else [store] cert)")
       ->option_text("FILE");
   app.add_option("--store-key", options.store_key,
                  "Private key (PEM) of --store-cert, if not in its file (default "
-                 "$RATELIMIT_STORE_KEY)")
+                 "$RATELIMIT_STORE_KEY, else [store] key)")
       ->option_text("FILE");
 }
 
@@ -141,13 +142,12 @@ void complete_redis_location(const GlobalOptions& options, store::RedisLocation&
   if (!location.tls) {
     return;
   }
-  location.tls_files.ca_file = option_or_env(options.store_ca, "RATELIMIT_STORE_CA");
-  location.tls_files.cert_file = option_or_env(options.store_cert, "RATELIMIT_STORE_CERT");
-  location.tls_files.key_file = option_or_env(options.store_key, "RATELIMIT_STORE_KEY");
-  if (!location.tls_files.key_file.empty() && location.tls_files.cert_file.empty()) {
-    throw UsageError("--store-key names the key of a client certificate, but no --store-cert "
-                     "(or RATELIMIT_STORE_CERT) names the certificate");
-  }
+  location.tls_files = tls_files(options);
+}
+
+// Where a file of the configuration was given, for messages: `setting` and its line.
+std::string given_in_config(const char* setting, const ConfigPath& path) {
+  return fmt::format("[store] {} at {}", setting, path.defined_in);
 }
 
 } // namespace
@@ -157,6 +157,35 @@ bool fails_open(const GlobalOptions& options) {
     return options.on_store_error == "allow";
   }
   return config_store_setting(options, &Config::store_on_error).value_or("deny") == "allow";
+}
+
+store::TlsFiles tls_files(const GlobalOptions& options) {
+  store::TlsFiles files;
+  files.ca_file = option_or_env(options.store_ca, "RATELIMIT_STORE_CA");
+  files.cert_file = option_or_env(options.store_cert, "RATELIMIT_STORE_CERT");
+  files.key_file = option_or_env(options.store_key, "RATELIMIT_STORE_KEY");
+  // Only read for a rediss:// store, and then the configuration is read already when it
+  // named the store: no cost to any other.
+  if ((files.ca_file.empty() || files.cert_file.empty()) && !store_named_outside_config(options)) {
+    const Config& config = configuration(options);
+    if (files.ca_file.empty() && config.store_ca) {
+      files.ca_file = config.store_ca->path;
+      files.ca_given_by = given_in_config("ca", *config.store_ca);
+    }
+    if (files.cert_file.empty() && config.store_cert) {
+      files.cert_file = config.store_cert->path;
+      files.cert_given_by = given_in_config("cert", *config.store_cert);
+      if (files.key_file.empty() && config.store_key) {
+        files.key_file = config.store_key->path;
+        files.key_given_by = given_in_config("key", *config.store_key);
+      }
+    }
+  }
+  if (!files.key_file.empty() && files.cert_file.empty()) {
+    throw UsageError("--store-key names the key of a client certificate, but no --store-cert "
+                     "(or RATELIMIT_STORE_CERT) names the certificate");
+  }
+  return files;
 }
 
 core::Nanos store_timeout(const GlobalOptions& options) {
@@ -196,6 +225,14 @@ void export_store_environment(const GlobalOptions& options) {
     ::setenv("RATELIMIT_CONFIG", options.config.c_str(), 1);
   }
   ::setenv("RATELIMIT_REDIS_PREFIX", options.redis_prefix.c_str(), 1);
+  // The TLS files of the command line: a rediss:// store is not reached without them.
+  for (const auto& [value, variable] : {std::pair{&options.store_ca, "RATELIMIT_STORE_CA"},
+                                        std::pair{&options.store_cert, "RATELIMIT_STORE_CERT"},
+                                        std::pair{&options.store_key, "RATELIMIT_STORE_KEY"}}) {
+    if (!value->empty()) {
+      ::setenv(variable, value->c_str(), 1);
+    }
+  }
 }
 
 std::string database_path(const GlobalOptions& options) {

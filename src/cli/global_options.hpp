@@ -3,6 +3,7 @@
 #include "cli/cli11_fwd.hpp"
 #include "cli/config_file.hpp"
 #include "core/time.hpp"
+#include "store/store_url.hpp"
 
 #include <memory>
 #include <optional>
@@ -43,8 +44,9 @@ void add_global_options(CLI::App& app, GlobalOptions& options);
 
 // Sets in this process's environment what a nested ratelimit needs to reach the store
 // `options` name, whatever its own command line says: RATELIMIT_STORE or RATELIMIT_DB for
-// --store or --db (the other one unset), RATELIMIT_CONFIG for --config, and
-// RATELIMIT_REDIS_PREFIX. `run` calls it before it starts its command.
+// --store or --db (the other one unset), RATELIMIT_CONFIG for --config,
+// RATELIMIT_REDIS_PREFIX, and RATELIMIT_STORE_CA, _CERT, _KEY for --store-ca, --store-cert,
+// --store-key. `run` calls it before it starts its command.
 void export_store_environment(const GlobalOptions& options);
 // Whether a failing store grants (--on-store-error=allow): the option, else, when neither the
 // command line nor the environment names the store, the configuration's [store] on_error;
@@ -55,6 +57,13 @@ bool fails_open(const GlobalOptions& options);
 // timeout when the command line and the environment name no store, else 1s. Throws
 // UsageError.
 core::Nanos store_timeout(const GlobalOptions& options);
+
+// The TLS files of a rediss:// store: each option (--store-ca, --store-cert, --store-key),
+// else its variable (RATELIMIT_STORE_CA, _CERT, _KEY), else, when neither the command line
+// nor the environment names the store, the configuration's [store] ca, cert, key. A key from
+// the configuration only goes with the certificate from there. Throws UsageError for a key
+// without a certificate, or a configuration file that cannot be read.
+store::TlsFiles tls_files(const GlobalOptions& options);
 
 // The database path: --db, else $RATELIMIT_DB, else $XDG_STATE_HOME/ratelimit/ratelimit.db
 // (~/.local/state/ratelimit/ratelimit.db).

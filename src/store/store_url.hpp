@@ -20,6 +20,10 @@ struct TlsFiles {
                          // system's CAs)
   std::string cert_file; // --store-cert: a client certificate, for a server that demands one
   std::string key_file;  // --store-key: its private key (else in `cert_file`)
+  // Where each file was named, for messages: the option, or a configuration file's line.
+  std::string ca_given_by = "--store-ca";
+  std::string cert_given_by = "--store-cert";
+  std::string key_given_by = "--store-key";
 };
 
 // A server's TCP address.
@@ -44,7 +48,7 @@ struct RedisLocation {
   int db = 0;
   std::string socket_path; // unix://: the socket's path (then no host and port)
   bool tls = false;        // rediss://
-  TlsFiles tls_files;      // not from the URL: --store-ca, --store-cert, --store-key
+  TlsFiles tls_files;      // not from the URL: --store-ca, --store-cert, --store-key, [store]
   // redis-sentinel://: the sentinels to ask, in order, for the address of `master_name`
   // (then no host and port until they answer). The user and password are the master's:
   // the sentinels are asked without them, and never over TLS.

@@ -60,8 +60,8 @@ TlsStream::TlsStream(const std::string& host, int port, const TlsFiles& files, c
     openssl().SSL_CTX_set_verify(m_context, SSL_VERIFY_PEER, nullptr);
     if (!files.ca_file.empty()) {
       if (openssl().SSL_CTX_load_verify_locations(m_context, files.ca_file.c_str(), nullptr) != 1) {
-        fail(fmt::format("cannot read the CA file \"{}\" (--store-ca): {}", files.ca_file,
-                         openssl_reason("not a PEM certificate")));
+        fail(fmt::format("cannot read the CA file \"{}\" ({}): {}", files.ca_file,
+                         files.ca_given_by, openssl_reason("not a PEM certificate")));
       }
     } else if (openssl().SSL_CTX_set_default_verify_paths(m_context) != 1) {
       fail("cannot read the system's CA certificates: " + openssl_reason("unknown error"));
@@ -70,12 +70,13 @@ TlsStream::TlsStream(const std::string& host, int port, const TlsFiles& files, c
     if (m_client_certificate) {
       const std::string& key = files.key_file.empty() ? files.cert_file : files.key_file;
       if (openssl().SSL_CTX_use_certificate_chain_file(m_context, files.cert_file.c_str()) != 1) {
-        fail(fmt::format("cannot read the client certificate \"{}\" (--store-cert): {}",
-                         files.cert_file, openssl_reason("not a PEM certificate")));
+        fail(fmt::format("cannot read the client certificate \"{}\" ({}): {}", files.cert_file,
+                         files.cert_given_by, openssl_reason("not a PEM certificate")));
       }
       if (openssl().SSL_CTX_use_PrivateKey_file(m_context, key.c_str(), SSL_FILETYPE_PEM) != 1 ||
           openssl().SSL_CTX_check_private_key(m_context) != 1) {
-        fail(fmt::format("cannot use the private key \"{}\" (--store-key): {}", key,
+        fail(fmt::format("cannot use the private key \"{}\" ({}): {}", key,
+                         files.key_file.empty() ? files.cert_given_by : files.key_given_by,
                          openssl_reason("not the certificate's PEM key")));
       }
     }
@@ -111,7 +112,8 @@ TlsStream::TlsStream(const std::string& host, int port, const TlsFiles& files, c
                          openssl().X509_verify_cert_error_string(verify),
                          files.ca_file.empty() ? "checked against the system's CAs; --store-ca "
                                                  "names another CA"
-                                               : "checked against --store-ca " + files.ca_file));
+                                               : fmt::format("checked against {} ({})",
+                                                             files.ca_file, files.ca_given_by)));
       }
       std::string reason = openssl_reason("");
       if (reason.empty()) {

@@ -164,6 +164,18 @@ expect_keys() {
   expect_offers_exactly "$shell" "ratelimit --db other.db run a" "api"
   expect_contains "$(cat "$FAKE_CALLS")" "--db other.db" "the fake's arguments"
   : >"$FAKE_CALLS"
+  # The TLS files of a rediss:// store go along with it, in either form.
+  expect_offers_exactly "$shell" \
+    "ratelimit --store rediss://h:6380 --store-ca ca.pem --store-cert=c.pem --store-key k.pem try b" \
+    "batch"
+  local status_call
+  status_call=$(grep -- 'status --json' "$FAKE_CALLS")
+  expect_contains "$status_call" "--store rediss://h:6380" "$shell: the store"
+  expect_contains "$status_call" "--store-ca ca.pem" "$shell: the CA"
+  expect_true "$shell: the certificate in '$status_call'" \
+    grep -qE -- '--store-cert[= ]c\.pem' <<<"$status_call"
+  expect_contains "$status_call" "--store-key k.pem" "$shell: the key"
+  : >"$FAKE_CALLS"
   rm "$DB"
   expect_no_keys "$shell" "ratelimit --db missing.db try "
   expect_no_keys "$shell" "ratelimit try "

@@ -100,7 +100,7 @@ test_metrics_text_of_odd_keys_is_valid() {
     "{'key': 'raw\ufffd', 'key_hex': '726177ff', 'result': 'granted'}")" "raw\\xff"
   expect_eq 0.0 "$(sample ratelimit_remaining "{'key': 'raw\ufffd', 'key_hex': '726177fe'}")" \
     "raw\\xfe"
-  expect_eq 36 "$(json_eval 'len(j)' <<<"$SAMPLES")" "samples: 9 keys, 4 series each"
+  expect_eq 54 "$(json_eval 'len(j)' <<<"$SAMPLES")" "samples: 9 keys, 6 series each"
 }
 
 test_metrics_families_and_help() {
@@ -110,12 +110,53 @@ test_metrics_families_and_help() {
   expect_contains "$OUT" "# TYPE ratelimit_requests_total counter"
   expect_contains "$OUT" "# TYPE ratelimit_wait_seconds_total counter"
   expect_contains "$OUT" "# TYPE ratelimit_remaining gauge"
+  expect_contains "$OUT" "# TYPE ratelimit_paused_seconds gauge"
+  expect_contains "$OUT" "# TYPE ratelimit_running gauge"
+  expect_contains "$OUT" "# HELP ratelimit_paused_seconds "
+  expect_contains "$OUT" "# HELP ratelimit_running "
   expect_contains "$OUT" "# HELP ratelimit_requests_total "
   if [ "$STORE" = sqlite ]; then
     expect_true "metrics created the database" test ! -e "$DB"
   fi
   expect_status 0 rl metrics --help
   expect_contains "$OUT" "--output"
+}
+
+test_gauges_of_a_pause_and_of_the_run_slots() {
+  expect_status 0 rl try api -r 5/min -a token-bucket
+  expect_status 0 rl pause held 60s
+  # Two commands run on the slots of jobs, a third waits for one; each runs until `hold` goes.
+  touch hold
+  local i
+  for i in 1 2 3; do
+    rl run jobs -j 2 -- sh -c 'touch "started.$1"; while [ -e hold ]; do sleep 0.05; done' sh "$i" &
+  done
+  local tries=0
+  until [ "$(find . -name 'started.*' | wc -l)" -ge 2 ] || [ $tries -ge 400 ]; do
+    sleep 0.05
+    tries=$((tries + 1))
+  done
+  expect_status 0 rl metrics
+  expect_valid_metrics || { rm -f hold; wait; return 1; }
+  expect_eq 2.0 "$(sample ratelimit_running "{'key': 'jobs'}")" "running on jobs"
+  expect_eq 0.0 "$(sample ratelimit_running "{'key': 'api'}")" "running on api"
+  expect_eq 0.0 "$(sample ratelimit_paused_seconds "{'key': 'api'}")" "api paused"
+  local paused
+  paused=$(sample ratelimit_paused_seconds "{'key': 'held'}")
+  expect_true "held paused for $paused s more, expected 30 to 60" \
+    "$PYTHON" -c "import sys; sys.exit(not 30 <= float('$paused') <= 60)"
+  expect_eq 0.0 "$(sample ratelimit_remaining "{'key': 'held'}")" "held remaining"
+  rm hold
+  wait
+  expect_eq 3 "$(find . -name 'started.*' | wc -l)" "commands run"
+  # Done: no command runs, and a key with neither a state nor commands has no sample.
+  expect_status 0 rl metrics
+  expect_valid_metrics || return
+  local after
+  after=$(sample ratelimit_running "{'key': 'jobs'}")
+  expect_true "running on jobs after the end: '$after', expected 0 or no sample" \
+    test "$after" = "" -o "$after" = 0.0
+  expect_eq 0.0 "$(sample ratelimit_running "{'key': 'held'}")" "running on held"
 }
 
 test_output_replaces_the_file_atomically() {

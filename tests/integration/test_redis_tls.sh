@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Redis as a fleet has it: over TLS (rediss://, a CA made here, a client certificate when the
 # server demands one), on a Unix socket, with the password outside argv
-# (RATELIMIT_STORE_PASSWORD). Runs its own redis-servers on loopback and stops them by PID.
+# (RATELIMIT_STORE_PASSWORD), the TLS files from the configuration's [store]. Runs its own
+# redis-servers on loopback and stops them by PID.
 . "$(dirname "$0")/lib.sh"
 
 if ! command -v redis-server >/dev/null || ! command -v openssl >/dev/null; then
@@ -87,7 +88,7 @@ test_tls_without_the_ca_exits_3_saying_why() {
     try k -r 1/s
   expect_one_line
   expect_contains "$ERR" "does not verify: "
-  expect_contains "$ERR" " (checked against --store-ca $CERTS/other-ca.crt)"
+  expect_contains "$ERR" " (checked against $CERTS/other-ca.crt (--store-ca))"
   expect_status 3 rl --store "rediss://127.0.0.1:$TLS_PORT" --store-ca "$CERTS/missing.crt" \
     try k -r 1/s
   expect_one_line
@@ -128,6 +129,83 @@ test_run_waits_for_a_slot_over_tls() {
   expect_true "ran" test -e ran
   expect_true "waited for the first to end, about 0.6 s: $((ended - started)) ms" \
     test $((ended - started)) -ge 300 -a $((ended - started)) -lt 2500
+}
+
+# [store] of the configuration file names the store and its TLS files, relative ones from the
+# file's directory; the options and the variables win over the file.
+test_tls_files_from_the_configuration_file() {
+  unset RATELIMIT_DB
+  local key=conf-$RANDOM
+  mkdir -p conf elsewhere
+  cp "$CERTS/ca.crt" conf/ca.pem
+  cat >conf/limits.toml <<TOML
+[store]
+url = "rediss://127.0.0.1:$TLS_PORT/0"
+ca = "ca.pem"
+TOML
+  cd elsewhere || return
+  expect_status 0 rl --config ../conf/limits.toml try "$key" -r 1/min
+  expect_status 1 rl --config ../conf/limits.toml try "$key" -r 1/min
+  RATELIMIT_CONFIG=$TEST_DIR/conf/limits.toml expect_status 1 rl try "$key" -r 1/min
+  cd .. || return
+  # The wrong CA in the file: the message says where it was given; the option and the
+  # variable win over the file.
+  sed -i 's|^ca = .*|ca = "'"$CERTS"'/other-ca.crt"|' conf/limits.toml
+  expect_status 3 rl --config conf/limits.toml try "$key" -r 1/min
+  expect_one_line
+  expect_contains "$ERR" "does not verify: "
+  expect_contains "$ERR" "(checked against $CERTS/other-ca.crt ([store] ca at conf/limits.toml:3))"
+  expect_status 1 rl --config conf/limits.toml --store-ca "$CERTS/ca.crt" try "$key" -r 1/min
+  RATELIMIT_STORE_CA=$CERTS/ca.crt expect_status 1 rl --config conf/limits.toml try "$key" -r 1/min
+  # A store named outside the file takes no TLS file from it.
+  expect_status 3 rl --config conf/limits.toml --store "rediss://127.0.0.1:$TLS_PORT/0" \
+    try "$key" -r 1/min
+  expect_contains "$ERR" "checked against the system's CAs"
+  # A file that is not there: a store failure, as for the option, saying where it was named.
+  sed -i 's|^ca = .*|ca = "missing.pem"|' conf/limits.toml
+  expect_status 3 rl --config conf/limits.toml try "$key" -r 1/min
+  expect_one_line
+  expect_contains "$ERR" "cannot read the CA file \"conf/missing.pem\" ([store] ca at conf/limits.toml:3)"
+  # A bad value: a usage error at its line.
+  sed -i 's|^ca = .*|ca = ""|' conf/limits.toml
+  expect_status 2 rl --config conf/limits.toml try "$key" -r 1/min
+  expect_one_line
+  expect_contains "$ERR" "ratelimit: conf/limits.toml:3: ca takes the path of a PEM file"
+}
+
+test_client_certificate_from_the_configuration_file() {
+  unset RATELIMIT_DB
+  local key=conf-cert-$RANDOM
+  cat >limits.toml <<TOML
+[store]
+url = "rediss://localhost:$MTLS_PORT"
+ca = "$CERTS/ca.crt"
+cert = "$CERTS/client.crt"
+key = "$CERTS/client.key"
+TOML
+  expect_status 0 rl --config "$TEST_DIR/limits.toml" try "$key" -r 1/min
+  expect_status 1 rl --config "$TEST_DIR/limits.toml" try "$key" -r 1/min
+  # The key must be the certificate's: the wrong one is refused, naming its line.
+  sed -i 's|^key = .*|key = "'"$CERTS"'/server.key"|' limits.toml
+  expect_status 3 rl --config "$TEST_DIR/limits.toml" try "$key" -r 1/min
+  expect_one_line
+  expect_contains "$ERR" "cannot use the private key \"$CERTS/server.key\" ([store] key at $TEST_DIR/limits.toml:5)"
+  # A key without its certificate.
+  sed -i '/^cert = /d' limits.toml
+  expect_status 2 rl --config "$TEST_DIR/limits.toml" try "$key" -r 1/min
+  expect_one_line
+  expect_contains "$ERR" "limits.toml:4: key names the private key of a client certificate, but [store] has no cert"
+}
+
+# run hands its command the TLS files of its command line: a nested pause reaches the store.
+test_run_passes_its_tls_files_to_its_command() {
+  local key=nested-$RANDOM
+  local -a store=(--store "rediss://localhost:$MTLS_PORT" --store-ca "$CERTS/ca.crt"
+    --store-cert "$CERTS/client.crt" --store-key "$CERTS/client.key")
+  expect_status 0 rl "${store[@]}" run "$key" -r 5/min -- \
+    sh -c '"$0" pause "$RATELIMIT_KEY" 30s' "$RATELIMIT"
+  expect_status 1 rl "${store[@]}" try "$key" -r 5/min
+  expect_contains "$ERR" "paused"
 }
 
 test_tls_certificate_for_another_host_exits_3() {

@@ -6,6 +6,8 @@
 
 #include <cstdlib>
 #include <doctest/doctest.h>
+#include <filesystem>
+#include <fstream>
 #include <optional>
 #include <string>
 
@@ -154,8 +156,8 @@ TEST_CASE("cli::parse_config checks the store's timeout and on_error as their op
   CHECK(config_error("[store]\non_error = true\n") ==
         "limits.toml:2: on_error takes deny or allow, e.g. on_error = \"allow\"");
   CHECK(config_error("[store]\nretries = 3\n") ==
-        "limits.toml:2: unknown setting \"retries\" in [store]; expected url, timeout or "
-        "on_error");
+        "limits.toml:2: unknown setting \"retries\" in [store]; expected url, timeout, "
+        "on_error, ca, cert or key");
 }
 
 namespace {
@@ -201,4 +203,156 @@ TEST_CASE("cli: [store] timeout and on_error apply as url does: after the comman
   cli::GlobalOptions none = options_with("");
   CHECK(cli::store_timeout(none) == core::k_nanos_per_second);
   CHECK_FALSE(cli::fails_open(none));
+}
+
+TEST_CASE("cli::parse_config reads the store's TLS files, relative ones from the file's "
+          "directory") {
+  auto parsed = parse_config("[store]\nurl = \"rediss://h\"\nca = \"ca.pem\"\n"
+                             "cert = \"/etc/ssl/client.pem\"\nkey = \"keys/client.key\"\n",
+                             "/etc/ratelimit/limits.toml");
+  REQUIRE(parsed.ok());
+  REQUIRE(parsed->store_ca);
+  CHECK(parsed->store_ca->path == "/etc/ratelimit/ca.pem");
+  CHECK(parsed->store_ca->defined_in == "/etc/ratelimit/limits.toml:3");
+  REQUIRE(parsed->store_cert);
+  CHECK(parsed->store_cert->path == "/etc/ssl/client.pem");
+  REQUIRE(parsed->store_key);
+  CHECK(parsed->store_key->path == "/etc/ratelimit/keys/client.key");
+  CHECK(parsed->store_key->defined_in == "/etc/ratelimit/limits.toml:5");
+  // A file named without a directory: its directory is the current one.
+  CHECK(config("[store]\nca = \"ca.pem\"\n").store_ca->path == "ca.pem");
+  CHECK(parse_config("[store]\nca = \"../ca.pem\"\n", "conf/limits.toml")->store_ca->path ==
+        "conf/../ca.pem");
+  CHECK_FALSE(config("[store]\nurl = \"rediss://h\"\n").store_ca);
+}
+
+TEST_CASE("cli::parse_config checks the store's TLS files") {
+  CHECK(config_error("[store]\nca = \"\"\n") ==
+        "limits.toml:2: ca takes the path of a PEM file, e.g. ca = \"/etc/ssl/redis/ca.pem\"");
+  CHECK(config_error("[store]\ncert = 1\n") ==
+        "limits.toml:2: cert takes the path of a PEM file, e.g. cert = "
+        "\"/etc/ssl/redis/client.pem\"");
+  CHECK(config_error("[store]\ncert = \"c.pem\"\nkey = [\"k\"]\n")
+            .starts_with("limits.toml:3: key takes the path of a PEM file"));
+  CHECK(config_error("[store]\nca = \"a\\u0000b\"\n").starts_with("limits.toml:2: ca takes"));
+  CHECK(config_error("[store]\nurl = \"rediss://h\"\nkey = \"k.pem\"\n") ==
+        "limits.toml:3: key names the private key of a client certificate, but [store] has no "
+        "cert; add cert = \"PATH\" (the key may also be in its file)");
+  CHECK(config_error("[store]\ncafile = \"x\"\n") ==
+        "limits.toml:2: unknown setting \"cafile\" in [store]; expected url, timeout, "
+        "on_error, ca, cert or key");
+}
+
+TEST_CASE("cli::tls_files: the command line, else the environment, else [store] when the file "
+          "names the store") {
+  ScopedEnv no_db("RATELIMIT_DB", nullptr);
+  ScopedEnv no_store("RATELIMIT_STORE", nullptr);
+  ScopedEnv no_ca("RATELIMIT_STORE_CA", nullptr);
+  ScopedEnv no_cert("RATELIMIT_STORE_CERT", nullptr);
+  ScopedEnv no_key("RATELIMIT_STORE_KEY", nullptr);
+  constexpr std::string_view k_file = "[store]\nurl = \"rediss://h\"\nca = \"/f/ca.pem\"\n"
+                                      "cert = \"/f/c.pem\"\nkey = \"/f/k.pem\"\n";
+  store::TlsFiles from_file = cli::tls_files(options_with(k_file));
+  CHECK(from_file.ca_file == "/f/ca.pem");
+  CHECK(from_file.ca_given_by == "[store] ca at limits.toml:3");
+  CHECK(from_file.cert_file == "/f/c.pem");
+  CHECK(from_file.cert_given_by == "[store] cert at limits.toml:4");
+  CHECK(from_file.key_file == "/f/k.pem");
+  CHECK(from_file.key_given_by == "[store] key at limits.toml:5");
+  {
+    // The environment wins over the file, the command line over both; a certificate from
+    // outside the file takes no key from it.
+    ScopedEnv ca("RATELIMIT_STORE_CA", "/env/ca.pem");
+    ScopedEnv cert("RATELIMIT_STORE_CERT", "/env/c.pem");
+    store::TlsFiles from_env = cli::tls_files(options_with(k_file));
+    CHECK(from_env.ca_file == "/env/ca.pem");
+    CHECK(from_env.ca_given_by == "--store-ca");
+    CHECK(from_env.cert_file == "/env/c.pem");
+    CHECK(from_env.key_file.empty());
+    cli::GlobalOptions options = options_with(k_file);
+    options.store_ca = "/opt/ca.pem";
+    CHECK(cli::tls_files(options).ca_file == "/opt/ca.pem");
+  }
+  {
+    // A key on the command line goes with the file's certificate.
+    cli::GlobalOptions options = options_with(k_file);
+    options.store_key = "/opt/k.pem";
+    store::TlsFiles files = cli::tls_files(options);
+    CHECK(files.cert_file == "/f/c.pem");
+    CHECK(files.key_file == "/opt/k.pem");
+    CHECK(files.key_given_by == "--store-key");
+  }
+  // A store named on the command line or in the environment takes nothing from the file.
+  cli::GlobalOptions named = options_with(k_file);
+  named.store = "rediss://other";
+  store::TlsFiles files = cli::tls_files(named);
+  CHECK(files.ca_file.empty());
+  CHECK(files.cert_file.empty());
+  CHECK(files.key_file.empty());
+  {
+    ScopedEnv store("RATELIMIT_STORE", "rediss://other");
+    CHECK(cli::tls_files(options_with(k_file)).ca_file.empty());
+  }
+  // A key without a certificate anywhere is a usage error.
+  cli::GlobalOptions key_only = options_with("[store]\nca = \"/f/ca.pem\"\n");
+  key_only.store_key = "/opt/k.pem";
+  CHECK_THROWS_AS(cli::tls_files(key_only), cli::UsageError);
+}
+
+namespace {
+
+// A temporary directory for configuration files, removed with what it holds.
+class TemporaryDirectory {
+public:
+  TemporaryDirectory() {
+    char path[] = "/tmp/ratelimit-config-XXXXXX";
+    REQUIRE(::mkdtemp(path) != nullptr);
+    m_path = path;
+  }
+  ~TemporaryDirectory() { std::filesystem::remove_all(m_path); }
+  TemporaryDirectory(const TemporaryDirectory&) = delete;
+  TemporaryDirectory& operator=(const TemporaryDirectory&) = delete;
+
+  // Writes `text` to `name` in the directory; returns its path.
+  std::string write(const std::string& name, std::string_view text) const {
+    std::string path = m_path + "/" + name;
+    std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+    std::ofstream(path) << text;
+    return path;
+  }
+
+  const std::string& path() const { return m_path; }
+
+private:
+  std::string m_path;
+};
+
+} // namespace
+
+TEST_CASE("cli::load_config: the first file that names a certificate gives its key too") {
+  TemporaryDirectory directory;
+  ScopedEnv no_config("RATELIMIT_CONFIG", nullptr);
+  ScopedEnv home("XDG_CONFIG_HOME", (directory.path() + "/user").c_str());
+  std::string system = directory.write("etc/limits.toml", "[store]\nca = \"system-ca.pem\"\n"
+                                                          "cert = \"system.pem\"\n"
+                                                          "key = \"system.key\"\n");
+  ScopedEnv system_file("RATELIMIT_SYSTEM_CONFIG", system.c_str());
+  SUBCASE("a certificate without a key in the first file takes no key from the next") {
+    directory.write("user/ratelimit/limits.toml", "[store]\ncert = \"both.pem\"\n");
+    cli::Config config = cli::load_config("");
+    REQUIRE(config.store_cert);
+    CHECK(config.store_cert->path == directory.path() + "/user/ratelimit/both.pem");
+    CHECK_FALSE(config.store_key);
+    REQUIRE(config.store_ca);
+    CHECK(config.store_ca->path == directory.path() + "/etc/system-ca.pem");
+  }
+  SUBCASE("a first file without a certificate leaves both to the next") {
+    directory.write("user/ratelimit/limits.toml", "[store]\nca = \"user-ca.pem\"\n");
+    cli::Config config = cli::load_config("");
+    CHECK(config.store_ca->path == directory.path() + "/user/ratelimit/user-ca.pem");
+    CHECK(config.store_cert->path == directory.path() + "/etc/system.pem");
+    REQUIRE(config.store_key);
+    CHECK(config.store_key->path == directory.path() + "/etc/system.key");
+    CHECK(config.store_key->defined_in == system + ":4");
+  }
 }

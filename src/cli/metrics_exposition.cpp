@@ -1,0 +1,134 @@
+// The Prometheus text of `metrics`: the counters, then the gauges, one family each.
+#include "cli/metrics_exposition.hpp"
+
+#include "util/prometheus_text.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <map>
+
+namespace ratelimit::cli {
+
+namespace {
+
+// `micros` as seconds: `3`, `1.5`, `0.000001`.
+std::string seconds_text(std::int64_t micros) {
+  if (micros % 1'000'000 == 0) {
+    return std::to_string(micros / 1'000'000);
+  }
+  std::string text = fmt::format("{}.{:06}", micros / 1'000'000, micros % 1'000'000);
+  while (text.back() == '0') {
+    text.pop_back();
+  }
+  return text;
+}
+
+// A gauge of a key's standing: one family, a sample for each key that has a state.
+struct Gauge {
+  const char* name;
+  const char* help;
+  std::string (*value)(const store::KeyStatus& status);
+};
+
+// The gauges of a key's state, in the order printed.
+constexpr Gauge k_gauges[] = {
+    {"ratelimit_remaining",
+     "Requests of cost 1 the key would grant now: what its binding limit has left.",
+     [](const store::KeyStatus& status) { return std::to_string(status.standing.remaining); }},
+    // 0 rather than no sample when no pause runs: a series that comes and goes with each
+    // pause would leave the time between pauses without a value.
+    {"ratelimit_paused_seconds",
+     "Seconds left of the key's pause (ratelimit pause), 0 when it is not paused.",
+     [](const store::KeyStatus& status) {
+       core::Nanos left =
+           std::max<core::Nanos>(status.standing.paused_until - status.standing.now, 0);
+       // Rounded up to the microsecond: a pause that still runs never reads 0.
+       return seconds_text((left + 999) / 1000);
+     }},
+};
+
+// The commands running on each key's run slots (run -j, --until-exit), by key: for every key
+// with live commands (running or waiting) or a state, 0 when none runs.
+std::map<std::string, std::int64_t> running_commands(const std::vector<store::KeyStatus>& statuses,
+                                                     const std::vector<store::RunEntry>& entries) {
+  std::map<std::string, std::int64_t> running;
+  for (const store::KeyStatus& status : statuses) {
+    running.emplace(status.key, 0);
+  }
+  for (const store::RunEntry& entry : entries) {
+    running[entry.key] += entry.running ? 1 : 0;
+  }
+  return running;
+}
+
+// The labels that name `key`. A label value carries UTF-8 only: a key that is not UTF-8 has
+// its bytes that are not replaced by U+FFFD in `key`, and all its bytes in hexadecimal in
+// `key_hex`, so that two keys never share one series.
+class KeyLabels {
+public:
+  explicit KeyLabels(std::string_view key) : m_hex(util::is_utf8(key) ? "" : util::hex_bytes(key)) {
+    m_labels.push_back({"key", key});
+    if (!m_hex.empty()) {
+      m_labels.push_back({"key_hex", m_hex});
+    }
+  }
+
+  // These labels, then `name`="`value`".
+  std::vector<util::PrometheusText::Label> with(std::string_view name,
+                                                std::string_view value) const {
+    std::vector<util::PrometheusText::Label> labels = m_labels;
+    labels.push_back({name, value});
+    return labels;
+  }
+
+  const std::vector<util::PrometheusText::Label>& labels() const { return m_labels; }
+
+  // The labels point into `m_hex`: a copy would point into the original's.
+  KeyLabels(const KeyLabels&) = delete;
+  KeyLabels& operator=(const KeyLabels&) = delete;
+
+private:
+  std::string m_hex;
+  std::vector<util::PrometheusText::Label> m_labels;
+};
+
+} // namespace
+
+std::string metrics_exposition(const std::vector<store::NamedCounters>& counters,
+                               const std::vector<store::KeyStatus>& statuses,
+                               const std::vector<store::RunEntry>& entries) {
+  util::PrometheusText text;
+  text.family("ratelimit_requests_total", "counter",
+              "Requests decided on a key, by result: granted, or limited (denied, refused "
+              "beyond --timeout). Kept until the key is reset or unused for 31 days.");
+  for (const store::NamedCounters& key : counters) {
+    KeyLabels labels(key.key);
+    text.sample("ratelimit_requests_total", labels.with("result", "granted"),
+                std::to_string(key.counters.granted));
+    text.sample("ratelimit_requests_total", labels.with("result", "limited"),
+                std::to_string(key.counters.limited));
+  }
+  text.family("ratelimit_wait_seconds_total", "counter",
+              "Time that wait and run callers granted a later slot slept for it, in seconds.");
+  for (const store::NamedCounters& key : counters) {
+    text.sample("ratelimit_wait_seconds_total", KeyLabels(key.key).labels(),
+                seconds_text(key.counters.waited_us));
+  }
+  for (const Gauge& gauge : k_gauges) {
+    text.family(gauge.name, "gauge", gauge.help);
+    for (const store::KeyStatus& status : statuses) {
+      if (status.damage.empty()) {
+        text.sample(gauge.name, KeyLabels(status.key).labels(), gauge.value(status));
+      }
+    }
+  }
+  // Of the run slots, not of the state: a damaged state hides none.
+  text.family("ratelimit_running", "gauge",
+              "Commands running on the key's run slots (ratelimit run -j, --until-exit).");
+  for (const auto& [key, count] : running_commands(statuses, entries)) {
+    text.sample("ratelimit_running", KeyLabels(key).labels(), std::to_string(count));
+  }
+  return text.str();
+}
+
+} // namespace ratelimit::cli
