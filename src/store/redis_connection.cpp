@@ -1,6 +1,7 @@
 #include "store/redis_connection.hpp"
 
 #include "core/rate.hpp"
+#include "store/redis_connection_lost.hpp"
 #include "store/redis_sentinel.hpp"
 #include "store/store.hpp"
 #include "store/tls_stream.hpp"
@@ -13,7 +14,6 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <hiredis/hiredis.h>
-#include <poll.h>
 #include <redis_script.hpp>
 #include <vector>
 
@@ -75,35 +75,6 @@ std::string error_text(std::string_view message) {
     text += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   }
   return text + ":" + std::string(message.substr(space));
-}
-
-// An I/O failure: whether the whole command had been written to the server first (then it
-// may have run) or not (then it did not: a server only runs a command it read whole).
-class ConnectionLost : public StoreError {
-public:
-  ConnectionLost(const std::string& message, bool delivered)
-      : StoreError(message), m_delivered(delivered) {}
-  bool delivered() const { return m_delivered; }
-
-private:
-  bool m_delivered;
-};
-
-// Whether `reply` says the server is a replica now: it wrote nothing. Redis 7 passes the
-// code of an error inside a script on; older servers wrap it in "ERR Error running script".
-bool is_read_only_refusal(const RedisReply& reply) {
-  if (!reply.is_error()) {
-    return false;
-  }
-  std::string_view text = reply.text();
-  return text.starts_with("READONLY ") || text.find("-READONLY ") != std::string_view::npos;
-}
-
-// Commands that only read: one whose reply was lost may be sent again.
-bool only_reads(std::span<const std::string> arguments) {
-  constexpr std::string_view k_readers[] = {"TIME", "SCAN", "HMGET", "PING"};
-  return !arguments.empty() &&
-         std::find(std::begin(k_readers), std::end(k_readers), arguments[0]) != std::end(k_readers);
 }
 
 } // namespace
@@ -265,90 +236,6 @@ RedisReply RedisConnection::send(std::span<const std::string> arguments) {
     if (ask) {
       std::string asking[] = {"ASKING"};
       command(asking);
-    }
-  }
-}
-
-bool RedisConnection::closed_while_idle() const {
-  if (!m_context) {
-    return true;
-  }
-  // Nothing is due on an idle connection: anything readable is its end (or junk).
-  pollfd idle{m_context->fd, POLLIN, 0};
-  return ::poll(&idle, 1, 0) > 0;
-}
-
-RedisReply RedisConnection::send_to_master(std::span<const std::string> arguments) {
-  // A failover ends the connections to the old master (the sentinels kill them) and makes it
-  // a replica that refuses writes (READONLY): then the sentinels are asked again and the
-  // command sent once more to the master they name, unless it may already have run.
-  if (!closed_while_idle()) {
-    try {
-      RedisReply reply = send_here(arguments);
-      if (!is_read_only_refusal(reply)) {
-        return reply;
-      }
-    } catch (const ConnectionLost& lost) {
-      // A decision sent twice would count twice, a give-back would give twice: neither is
-      // guessed at.
-      if (lost.delivered() && !only_reads(arguments)) {
-        throw StoreError(fmt::format("{} after the command was sent: it may have run, so it is "
-                                     "not sent again",
-                                     lost.what()));
-      }
-    }
-  }
-  connect(m_first_location);
-  return send_here(arguments);
-}
-
-void RedisConnection::fail_tls(const TlsError& error, bool connecting) const {
-  if (error.kind() == TlsError::Kind::timeout) {
-    fail(fmt::format("{} within {} (--store-timeout)", connecting ? "cannot connect" : "no answer",
-                     core::format_seconds(m_timeout)));
-  }
-  fail(error.what());
-}
-
-void RedisConnection::tls_send(std::span<const std::string> arguments) {
-  std::vector<const char*> argv;
-  std::vector<std::size_t> lengths;
-  for (const std::string& argument : arguments) {
-    argv.push_back(argument.data());
-    lengths.push_back(argument.size());
-  }
-  char* command = nullptr;
-  int length =
-      redisFormatCommandArgv(&command, static_cast<int>(argv.size()), argv.data(), lengths.data());
-  if (length < 0) {
-    fail("out of memory");
-  }
-  std::unique_ptr<char, void (*)(char*)> owned(command, redisFreeCommand);
-  try {
-    m_tls->write({command, static_cast<std::size_t>(length)});
-  } catch (const TlsError& error) {
-    fail_tls(error, false);
-  }
-}
-
-RedisReply RedisConnection::tls_read_reply() {
-  for (;;) {
-    void* reply = nullptr;
-    if (redisReaderGetReply(m_reader, &reply) != REDIS_OK) {
-      fail(fmt::format("protocol error: {}", m_reader->errstr));
-    }
-    if (reply) {
-      return RedisReply(static_cast<redisReply*>(reply));
-    }
-    char buffer[16 * 1024];
-    std::size_t length = 0;
-    try {
-      length = m_tls->read(buffer, sizeof buffer);
-    } catch (const TlsError& error) {
-      fail_tls(error, false);
-    }
-    if (redisReaderFeed(m_reader, buffer, length) != REDIS_OK) {
-      fail(fmt::format("protocol error: {}", m_reader->errstr));
     }
   }
 }
