@@ -8,13 +8,8 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <charconv>
-#include <cstdlib>
-#include <cstring>
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <unistd.h>
 
 // Exceptions off: a parse error is a value, like every other parser's here.
 #define TOML_EXCEPTIONS 0
@@ -265,46 +260,6 @@ private:
   const std::string& m_file;
 };
 
-std::string config_home() {
-  if (const char* config = std::getenv("XDG_CONFIG_HOME"); config && *config == '/') {
-    return config;
-  }
-  const char* home = std::getenv("HOME");
-  return home && *home ? std::string(home) + "/.config" : std::string();
-}
-
-// The whole file, or nothing when it does not exist; throws UsageError when it cannot be read.
-std::optional<std::string> read_file(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT || errno == ENOTDIR) {
-      return std::nullopt;
-    }
-    throw UsageError(
-        fmt::format("cannot read the configuration file \"{}\": {}", path, std::strerror(errno)));
-  }
-  std::string text;
-  char buffer[8192];
-  for (;;) {
-    ssize_t n = ::read(fd, buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n < 0) {
-      int error = errno;
-      ::close(fd);
-      throw UsageError(
-          fmt::format("cannot read the configuration file \"{}\": {}", path, std::strerror(error)));
-    }
-    if (n == 0) {
-      break;
-    }
-    text.append(buffer, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
-  return text;
-}
-
 } // namespace
 
 std::string table_name(std::string_view key) {
@@ -379,62 +334,6 @@ core::Result<Config> parse_config(std::string_view text, const std::string& file
     return core::Result<Config>::failure(one_line(config.error()));
   }
   return config;
-}
-
-std::vector<std::string> config_files(const std::string& explicit_file) {
-  if (!explicit_file.empty()) {
-    return {explicit_file};
-  }
-  if (const char* env = std::getenv("RATELIMIT_CONFIG"); env && *env) {
-    return {env};
-  }
-  std::vector<std::string> files;
-  if (std::string home = config_home(); !home.empty()) {
-    files.push_back(home + "/ratelimit/limits.toml");
-  }
-  const char* system = std::getenv("RATELIMIT_SYSTEM_CONFIG");
-  files.push_back(system && *system ? system : "/etc/ratelimit/limits.toml");
-  return files;
-}
-
-Config load_config(const std::string& explicit_file) {
-  std::vector<std::string> files = config_files(explicit_file);
-  const char* env = std::getenv("RATELIMIT_CONFIG");
-  bool named = !explicit_file.empty() || (env && *env);
-  Config merged;
-  for (const std::string& file : files) {
-    std::optional<std::string> text = read_file(file);
-    if (!text) {
-      if (named) {
-        throw UsageError(fmt::format("cannot read the configuration file \"{}\": it does not "
-                                     "exist",
-                                     file));
-      }
-      continue;
-    }
-    auto config = parse_config(*text, file);
-    if (!config) {
-      throw UsageError(config.error());
-    }
-    // The first file wins: what the merged configuration already has stays.
-    for (const auto& [name, limit] : config->limits) {
-      merged.limits.emplace(name, limit);
-    }
-    for (auto setting : {&Config::store_url, &Config::store_timeout, &Config::store_on_error}) {
-      if (!(merged.*setting)) {
-        merged.*setting = (*config).*setting;
-      }
-    }
-    if (!merged.store_ca) {
-      merged.store_ca = config->store_ca;
-    }
-    // A key belongs to its certificate: both come from the file that names the certificate.
-    if (!merged.store_cert) {
-      merged.store_cert = config->store_cert;
-      merged.store_key = config->store_key;
-    }
-  }
-  return merged;
 }
 
 } // namespace ratelimit::cli
