@@ -135,13 +135,7 @@ void SqliteDatabase::open() {
 }
 
 void SqliteDatabase::upgrade() {
-  lock();
-  struct Unlock {
-    SqliteDatabase& database;
-    ~Unlock() { database.unlock(); }
-  } unlock_at_exit{*this};
-  execute("BEGIN IMMEDIATE");
-  try {
+  write_transaction([this] {
     // Another process may have upgraded it since the header was read.
     sqlite3_stmt* statement = nullptr;
     std::int64_t version = k_schema_version;
@@ -159,11 +153,8 @@ void SqliteDatabase::upgrade() {
       upgrade_from_version_2(m_db);
       upgrade_from_version_2_runs(m_db);
     }
-    execute("COMMIT");
-  } catch (...) {
-    sqlite3_exec(m_db, "ROLLBACK", nullptr, nullptr, nullptr);
-    throw;
-  }
+    return version;
+  });
 }
 
 SqliteDatabase::~SqliteDatabase() {
