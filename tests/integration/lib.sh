@@ -257,6 +257,16 @@ binary_algorithms() {
 
 now_ms() { date +%s%3N; }
 
+# Waits (up to 5 s, polling) until FILE, written by a process started in the background,
+# is not empty; the caller's next step tells whether it came.
+wait_for_file() {
+  local tries=0
+  while [ ! -s "$1" ] && [ $tries -lt 100 ]; do
+    sleep 0.05
+    tries=$((tries + 1))
+  done
+}
+
 # The wall clock in microseconds, from bash itself (no process): the binary reads the same
 # CLOCK_REALTIME.
 now_us() {

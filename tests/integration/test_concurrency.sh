@@ -248,11 +248,7 @@ start_api() {
   /usr/bin/python3 "$SUITE_DIR/stand_in_api.py" --port-file port --log arrivals --limit 5 \
     --period 1 --lifetime 120 &
   API_PID=$!
-  local tries=0
-  while [ ! -s port ] && [ $tries -lt 100 ]; do
-    sleep 0.05
-    tries=$((tries + 1))
-  done
+  wait_for_file port
   API_PORT=$(cat port)
 }
 

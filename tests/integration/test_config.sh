@@ -227,11 +227,7 @@ s.listen(64)
 print(s.getsockname()[1], flush=True)
 time.sleep(120)' >silent.port &
   SILENT_PID=$!
-  local tries=0
-  while [ ! -s silent.port ] && [ $tries -lt 100 ]; do
-    sleep 0.05
-    tries=$((tries + 1))
-  done
+  wait_for_file silent.port
   SILENT_PORT=$(cat silent.port)
 }
 stop_silent_server() {

@@ -312,11 +312,7 @@ test_backoff_without_retries_pauses_the_key_for_everyone() {
 test_backoff_forwards_signals_to_the_command() {
   "$RATELIMIT" -q run k -r 100/s --backoff-on 75 -- sh -c 'trap "echo got-term >>trapped; exit 75" TERM; echo up >ready; sleep 30 & wait' &
   local pid=$!
-  local tries=0
-  while [ ! -s ready ] && [ $tries -lt 100 ]; do
-    sleep 0.05
-    tries=$((tries + 1))
-  done
+  wait_for_file ready
   kill -TERM $pid
   wait $pid
   local status=$?
@@ -325,11 +321,7 @@ test_backoff_forwards_signals_to_the_command() {
   # A command killed by a signal: 128 + N.
   "$RATELIMIT" run k2 -r 100/s --backoff-on 75 -- sh -c 'echo up >ready2; exec sleep 30' &
   pid=$!
-  tries=0
-  while [ ! -s ready2 ] && [ $tries -lt 100 ]; do
-    sleep 0.05
-    tries=$((tries + 1))
-  done
+  wait_for_file ready2
   sleep 0.1
   kill -TERM $pid
   wait $pid
@@ -363,11 +355,7 @@ test_four_run_loops_back_off_together_from_a_strict_api() {
   /usr/bin/python3 "$SUITE_DIR/stand_in_api.py" --port-file port --log api.log --limit 1 \
     --period 1.5 --retry-after 2 --lifetime 120 &
   local api=$!
-  local tries=0
-  while [ ! -s port ] && [ $tries -lt 100 ]; do
-    sleep 0.05
-    tries=$((tries + 1))
-  done
+  wait_for_file port
   local port
   port=$(cat port)
   cat >call <<EOF
