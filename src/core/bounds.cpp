@@ -1,5 +1,7 @@
 #include "core/bounds.hpp"
 
+#include "core/rules.hpp"
+
 #include <algorithm>
 
 namespace ratelimit::core {
@@ -34,14 +36,17 @@ bool within_bounds(const KeyState& state) {
     return false;
   }
   const std::array<SlotKind, 3>& kinds = info(state.algorithm).slots;
-  return std::all_of(state.limits.begin(), state.limits.end(), [&](const LimitState& limit) {
+  auto within = [&](const LimitState& limit) {
     for (std::size_t i = 0; i < kinds.size(); ++i) {
       if (kinds[i] == SlotKind::time ? !is_time(limit.slots[i]) : !is_total(limit.slots[i])) {
         return false;
       }
     }
     return is_limit(state.algorithm, limit.limit);
-  });
+  };
+  return std::all_of(state.limits.begin(), state.limits.end(), within) &&
+         std::all_of(state.remembered.begin(), state.remembered.end(), within) &&
+         (state.remembered.empty() || rules_for(state.algorithm).remembers_unnamed());
 }
 
 bool fits_within_bounds(Algorithm algorithm, const Limit& limit,

@@ -7,24 +7,88 @@
 
 namespace ratelimit::core {
 
-const Rules& rules_for(Algorithm algorithm) { return info(algorithm).rules(); }
+const Rules& rules_for(Algorithm algorithm) {
+  return info(algorithm).rules();
+}
 
 namespace {
 
-// The state of each requested limit: a stored limit equal to it keeps its state; any
-// other is derived from the stored ones (Rules::carry), so that grants belong to the key,
-// whatever limits the earlier calls named.
+// The most limits a key remembers besides those of its last call: beyond them the ones
+// named longest ago are forgotten, and a call naming one again derives it from the others.
+constexpr std::size_t k_max_remembered = 16;
+
+const LimitState* find_limit(const std::vector<LimitState>& states, const Limit& limit) {
+  auto found = std::find_if(states.begin(), states.end(),
+                            [&](const LimitState& s) { return s.limit == limit; });
+  return found != states.end() ? &*found : nullptr;
+}
+
+// The state of each requested limit: a stored limit equal to it, named by the last call or
+// remembered, keeps its state; any other is derived from all the stored ones
+// (Rules::carry), so that grants belong to the key, whatever limits the earlier calls named.
 std::vector<LimitState> states_for(const Rules& rules, const KeyState& state,
                                    std::span<const Limit> limits, Nanos now) {
   std::vector<LimitState> result;
   result.reserve(limits.size());
+  std::vector<LimitState> every_stored;
   for (const Limit& limit : limits) {
-    auto stored = std::find_if(state.limits.begin(), state.limits.end(),
-                               [&](const LimitState& s) { return s.limit == limit; });
-    result.push_back({limit, stored != state.limits.end() ? stored->slots
-                                                          : rules.carry(limit, state.limits, now)});
+    const LimitState* stored = find_limit(state.limits, limit);
+    if (!stored) {
+      stored = find_limit(state.remembered, limit);
+    }
+    if (stored) {
+      result.push_back({limit, stored->slots});
+    } else if (state.remembered.empty()) {
+      result.push_back({limit, rules.carry(limit, state.limits, now)});
+    } else {
+      if (every_stored.empty()) {
+        every_stored = state.limits;
+        every_stored.insert(every_stored.end(), state.remembered.begin(), state.remembered.end());
+      }
+      result.push_back({limit, rules.carry(limit, every_stored, now)});
+    }
   }
   return result;
+}
+
+// What the key remembers after a call naming `limits`: every stored limit it does not name,
+// those of the last call first.
+std::vector<LimitState> unnamed_by(const Rules& rules, const KeyState& state,
+                                   std::span<const Limit> limits) {
+  std::vector<LimitState> unnamed;
+  if (!rules.remembers_unnamed()) {
+    return unnamed;
+  }
+  for (const std::vector<LimitState>* stored : {&state.limits, &state.remembered}) {
+    for (const LimitState& limit_state : *stored) {
+      if (std::find(limits.begin(), limits.end(), limit_state.limit) == limits.end()) {
+        unnamed.push_back(limit_state);
+      }
+    }
+  }
+  return unnamed;
+}
+
+// Forgets the remembered limits that hold nothing at `now` (a call naming one again
+// derives no more than a fresh state from the others), then the oldest beyond
+// k_max_remembered.
+void forget_fresh(const Rules& rules, std::vector<LimitState>& remembered, GrantLog& log,
+                  Nanos now) {
+  std::erase_if(remembered, [&](const LimitState& s) {
+    return rules.usage(s.limit, s, log, now).reset_after == 0;
+  });
+  if (remembered.size() > k_max_remembered) {
+    remembered.resize(k_max_remembered);
+  }
+}
+
+// Until the remembered limits hold nothing: the key is not fresh before.
+Nanos remembered_after(const Rules& rules, const KeyState& state, GrantLog& log, Nanos now) {
+  Nanos after = 0;
+  for (const LimitState& s : state.remembered) {
+    after = std::max(after, rules.usage(s.limit, s, log, now).reset_after);
+  }
+  return after;
 }
 
 // Whether `state` holds exactly `limits`, in this order.
@@ -166,16 +230,29 @@ Decision decide(KeyState& state, std::span<const Limit> limits, GrantLog& log,
       }
     }
   }
-  // The state holds the limits of the last call: those no longer named do not linger, and
-  // what they had in use is in the states derived from them. A denied call changes nothing
-  // else.
+  // The state holds the limits of the last call; a bucket remembers the others while they
+  // hold something, and they count this grant too. A denied call changes nothing else.
+  std::vector<LimitState> remembered = unnamed_by(rules, state, limits);
+  if (decision.allowed && !remembered.empty()) {
+    // One that could not count it within the bounds (a debt past 2116) is forgotten.
+    std::erase_if(remembered, [&](const LimitState& s) {
+      return !fits_within_bounds(state.algorithm, s.limit, s.slots, at, request.cost);
+    });
+    for (LimitState& limit_state : remembered) {
+      rules.take(limit_state.limit, limit_state, log, decision.now, at, request.cost);
+    }
+  }
   if (decision.allowed || !holds_limits(state, limits)) {
+    forget_fresh(rules, remembered, log, decision.now);
     state.limits = states;
+    state.remembered = std::move(remembered);
   }
   if (rules.shares_state()) {
     state.log_period = std::max(state.log_period, longest_period(limits));
   }
   summarise(decision, rules, states, log, decision.allowed && wait == 0);
+  decision.reset_after =
+      std::max(decision.reset_after, remembered_after(rules, state, log, decision.now));
   apply_pause(decision);
   return decision;
 }
@@ -198,7 +275,10 @@ void give_back(KeyState& state, std::span<const Limit> limits, GrantLog& log, Na
       rules.give_back(limits[i], states[i], log, grant.at, grant.cost, grant.markers[i]);
     }
   }
+  std::vector<LimitState> remembered = unnamed_by(rules, state, limits);
+  forget_fresh(rules, remembered, log, state.clock);
   state.limits = std::move(states);
+  state.remembered = std::move(remembered);
 }
 
 Decision inspect(const KeyState& state, GrantLog& log, Nanos now, std::int64_t cost) {
@@ -229,7 +309,8 @@ Decision inspect(const KeyState& state, GrantLog& log, Nanos now, std::int64_t c
     decision.remaining = 0; // a key that holds only a pause has no limit to count from
   }
   decision.reset_after =
-      std::max(decision.reset_after, retention_after(rules, state, decision.now));
+      std::max({decision.reset_after, retention_after(rules, state, decision.now),
+                remembered_after(rules, state, log, decision.now)});
   apply_pause(decision);
   return decision;
 }
@@ -240,9 +321,10 @@ bool is_fresh(const KeyState& state, GrantLog& log, Nanos now) {
   if (state.paused_until > time || retention_after(rules, state, time) > 0) {
     return false;
   }
-  return std::all_of(state.limits.begin(), state.limits.end(), [&](const LimitState& limit_state) {
-    return rules.usage(limit_state.limit, limit_state, log, time).reset_after == 0;
-  });
+  return remembered_after(rules, state, log, time) == 0 &&
+         std::all_of(state.limits.begin(), state.limits.end(), [&](const LimitState& s) {
+           return rules.usage(s.limit, s, log, time).reset_after == 0;
+         });
 }
 
 Nanos pause(KeyState& state, Nanos now, Nanos duration) {

@@ -62,7 +62,8 @@ public:
     // free time at the new rate (every grant was spaced at least as far apart as the new
     // rate asks, and the last one, at most `next - interval`, keeps its cost in new
     // intervals); of those bounds the least holds. A faster one bounds nothing: its units
-    // queued are kept, at the new rate, and of those the most.
+    // queued, all of them, are kept at the new rate, and of those the most. The key
+    // remembers the limits it converts from, so a limit is converted once, when first named.
     Nanos to = limit.rate.emission_interval();
     std::optional<Nanos> bound;
     Nanos kept = 0;
@@ -79,16 +80,15 @@ public:
         converted = std::max(converted, free_at - from + to);
         bound = bound ? std::min(*bound, converted) : converted;
       } else {
-        // Units queued at the faster limit: at most its queue and one request more are
-        // counted again at the new rate (time beyond them stays as time), and the last
-        // grant is spaced at the new rate, so that switching back and forth never compounds.
+        // The last grant is spaced at the new rate too.
         Nanos pending = std::max<Nanos>(0, free_at - now);
-        Nanos units = std::min(pending, (state.limit.burst + state.limit.rate.count) * from);
-        kept = std::max(kept, std::max(free_at - from + to, now + rescale(units, from, to)));
+        kept = std::max(kept, std::max(free_at - from + to, now + rescale(pending, from, to)));
       }
     }
     return {bound ? *bound : kept, 0, 0};
   }
+
+  bool remembers_unnamed() const override { return true; }
 };
 
 } // namespace

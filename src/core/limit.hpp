@@ -52,6 +52,11 @@ struct KeyState {
   // The limits of the key's last call, and their state: a limit that a call no longer
   // names is not kept (what it had in use carries over to the limits named instead).
   std::vector<LimitState> limits;
+  // Buckets: the states of limits that earlier calls named and the last call did not, as
+  // long as they hold something. Every grant takes from them too (they decide nothing), so
+  // that a call naming one again finds in use what the key granted, counted at its rate
+  // from the first, instead of converted from another rate at every change of limits.
+  std::vector<LimitState> remembered{};
   // Sliding log: the longest period any call on the key has named. The key's one log keeps
   // the grants of that long, so that no limit, however long its period, misses any.
   Nanos log_period = 0;

@@ -62,6 +62,11 @@ public:
   // Whether every limit's state is one state of the key (the sliding log: one log, one
   // set of slots); then `take` and `give_back` are called once, for the longest period.
   virtual bool shares_state() const { return false; }
+
+  // Whether the key keeps the states of limits its last call did not name (KeyState::
+  // remembered) and takes every grant from them: for the buckets, whose `take` at any time
+  // only adds to what is in use.
+  virtual bool remembers_unnamed() const { return false; }
 };
 
 // `duration` of use at the interval `from`, as a duration at the interval `to`, rounded

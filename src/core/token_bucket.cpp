@@ -68,7 +68,9 @@ public:
     // t + cost * its interval for every grant t (with `cost` granted from t on), so the
     // same units at the new, shorter interval end no later than its time in use, rescaled.
     // Of those bounds the least holds. A faster stored limit bounds nothing; its units in
-    // use are kept, at the new rate, and of those the most.
+    // use, reservations queued beyond its burst included, are kept at the new rate, and of
+    // those the most. The key remembers the limits it converts from (`remembered`), so a
+    // limit is converted once, when first named, never back and forth.
     Nanos to = limit.rate.emission_interval();
     std::optional<Nanos> bound;
     Nanos kept = 0;
@@ -87,17 +89,14 @@ public:
         }
         bound = bound ? std::min(*bound, converted) : converted;
       } else {
-        // Units in use at the faster limit: at most its burst and one request more are
-        // counted again at the new rate (time it owes beyond them stays owed as time), so
-        // that switching back and forth never compounds.
         Nanos owed = std::max<Nanos>(0, owed_until - now);
-        Nanos units = std::min(
-            owed, (state.limit.burst + state.limit.max_cost(Algorithm::token_bucket)) * from);
-        kept = std::max(kept, std::max(owed_until, now + rescale(units, from, to)));
+        kept = std::max(kept, std::max(owed_until, now + rescale(owed, from, to)));
       }
     }
     return {bound ? *bound : kept, latest_grant, 0};
   }
+
+  bool remembers_unnamed() const override { return true; }
 };
 
 } // namespace

@@ -221,6 +221,22 @@ std::optional<KeyStatus> RedisScript::inspect(std::string_view key,
   status.counters.granted = read.integer();
   status.counters.limited = read.integer();
   status.counters.waited_us = read.integer();
+  std::int64_t remembered = read.integer();
+  if (remembered < 0) {
+    throw StoreError("redis: unexpected reply from the ratelimit script");
+  }
+  for (std::int64_t i = 0; i < remembered; ++i) {
+    core::LimitState limit;
+    limit.limit.rate.count = read.integer();
+    limit.limit.rate.period = read.integer();
+    limit.limit.burst = read.integer();
+    for (auto& slot : limit.slots) {
+      slot = read.integer();
+    }
+    status.state.remembered.push_back(limit);
+    // Not fresh while a remembered limit holds something (as core::inspect).
+    standing.reset_after = std::max(standing.reset_after, read.integer());
+  }
   if (core::info(status.state.algorithm).keeps_log && count > 0) {
     // Not fresh while the log holds grants that its longest period would count (as
     // core::inspect).

@@ -2,8 +2,8 @@
 
 #include "core/rate.hpp"
 #include "store/redis_keys.hpp"
-#include "util/key_text.hpp"
 #include "store/redis_run_slots.hpp"
+#include "util/key_text.hpp"
 
 #include <algorithm>
 #include <fmt/format.h>
@@ -122,11 +122,13 @@ std::vector<KeyStatus> RedisStore::status(std::span<const std::string> keys) {
     status->state.log_period = to_nanos(status->state.log_period);
     status->state.paused_until = to_nanos(status->state.paused_until);
     const std::array<core::SlotKind, 3>& kinds = core::info(status->state.algorithm).slots;
-    for (core::LimitState& limit : status->state.limits) {
-      limit.limit.rate.period = to_nanos(limit.limit.rate.period);
-      for (std::size_t i = 0; i < kinds.size(); ++i) {
-        if (kinds[i] == core::SlotKind::time) {
-          limit.slots[i] = to_nanos(limit.slots[i]);
+    for (auto* limits : {&status->state.limits, &status->state.remembered}) {
+      for (core::LimitState& limit : *limits) {
+        limit.limit.rate.period = to_nanos(limit.limit.rate.period);
+        for (std::size_t i = 0; i < kinds.size(); ++i) {
+          if (kinds[i] == core::SlotKind::time) {
+            limit.slots[i] = to_nanos(limit.slots[i]);
+          }
         }
       }
     }

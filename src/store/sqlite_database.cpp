@@ -22,7 +22,7 @@ namespace {
 
 constexpr const char* k_schema = R"sql(
 PRAGMA application_id = 1380732244;
-PRAGMA user_version = 3;
+PRAGMA user_version = 4;
 PRAGMA journal_mode = WAL;
 CREATE TABLE keys (
   id INTEGER PRIMARY KEY,
@@ -152,6 +152,14 @@ void SqliteDatabase::upgrade() {
     if (version == 2) {
       upgrade_from_version_2(m_db);
       upgrade_from_version_2_runs(m_db);
+      version = 3;
+    }
+    // Version 4: the limits a bucket remembers follow its others in `keys.limits`, their
+    // count negated (state_codec.hpp); a version-3 row has none, and reads the same. The
+    // number alone changes, so that an older ratelimit refuses the file rather than
+    // reading those limits as damaged.
+    if (version == 3) {
+      execute("PRAGMA user_version = 4;");
     }
     return version;
   });

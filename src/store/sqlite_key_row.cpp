@@ -9,12 +9,12 @@ namespace ratelimit::store {
 
 std::optional<core::KeyState> decode_state(const Statement& statement) {
   std::string_view algorithm_name = statement.column_blob(1);
-  auto limits = decode_limits(statement.column_blob(3));
-  if (!limits) {
+  auto stored = decode_limits(statement.column_blob(3));
+  if (!stored) {
     return std::nullopt;
   }
   core::KeyState state;
-  if (!algorithm_name.empty() || !limits->empty()) {
+  if (!algorithm_name.empty() || !stored->limits.empty()) {
     auto algorithm = core::parse_algorithm(algorithm_name);
     if (!algorithm) {
       return std::nullopt;
@@ -22,7 +22,8 @@ std::optional<core::KeyState> decode_state(const Statement& statement) {
     state.algorithm = *algorithm;
   }
   state.clock = statement.column_int(2);
-  state.limits = std::move(*limits);
+  state.limits = std::move(stored->limits);
+  state.remembered = std::move(stored->remembered);
   state.log_period = statement.column_int(5);
   state.paused_until = statement.column_int(6);
   if (!core::within_bounds(state)) {

@@ -95,7 +95,7 @@ SqliteStore::Row SqliteStore::find_or_create(std::string_view key, core::Algorit
 }
 
 void SqliteStore::write(const Row& row, core::Nanos fresh_at) {
-  std::string limits = encode_limits(row.state.limits);
+  std::string limits = encode_limits(row.state.limits, row.state.remembered);
   if (fresh_at == row.fresh_at) {
     prepared(m_update, "UPDATE keys SET clock = ?2, limits = ?3, log_period = ?4 WHERE id = ?1")
         .bind(1, row.id)
@@ -149,6 +149,7 @@ core::Decision SqliteStore::decide(std::string_view key, core::Algorithm algorit
             .bind(1, existing->id)
             .run();
         existing->state.limits.clear();
+        existing->state.remembered.clear();
         existing->state.log_period = 0;
       } else {
         erase(existing->id);

@@ -51,8 +51,8 @@ void upgrade_from_version_1(sqlite3* db) {
   {
     Statement select(db, "SELECT id, limits FROM keys WHERE algorithm = 'sliding-log'");
     while (select.step()) {
-      if (auto limits = decode_limits(select.column_blob(1))) {
-        keys.push_back({select.column_int(0), std::move(*limits)});
+      if (auto stored = decode_limits(select.column_blob(1))) {
+        keys.push_back({select.column_int(0), std::move(stored->limits)});
       }
       // A damaged row stays as it is, for `reset`.
     }

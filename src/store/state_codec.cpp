@@ -1,6 +1,7 @@
 #include "store/state_codec.hpp"
 
 #include <cstdint>
+#include <limits>
 
 namespace ratelimit::store {
 
@@ -26,29 +27,42 @@ std::int64_t get(std::string_view bytes, std::size_t offset) {
 
 } // namespace
 
-std::string encode_limits(const std::vector<core::LimitState>& limits) {
+namespace {
+
+void put_limit(std::string& out, const core::LimitState& state, std::int64_t sign) {
+  put(out, sign * state.limit.rate.count);
+  put(out, state.limit.rate.period);
+  put(out, state.limit.burst);
+  for (std::int64_t slot : state.slots) {
+    put(out, slot);
+  }
+}
+
+} // namespace
+
+std::string encode_limits(const std::vector<core::LimitState>& limits,
+                          const std::vector<core::LimitState>& remembered) {
   std::string out;
-  out.reserve(limits.size() * k_record_size);
+  out.reserve((limits.size() + remembered.size()) * k_record_size);
   for (const auto& state : limits) {
-    put(out, state.limit.rate.count);
-    put(out, state.limit.rate.period);
-    put(out, state.limit.burst);
-    for (std::int64_t slot : state.slots) {
-      put(out, slot);
-    }
+    put_limit(out, state, 1);
+  }
+  for (const auto& state : remembered) {
+    put_limit(out, state, -1);
   }
   return out;
 }
 
-std::optional<std::vector<core::LimitState>> decode_limits(std::string_view bytes) {
+std::optional<StoredLimits> decode_limits(std::string_view bytes) {
   if (bytes.size() % k_record_size != 0) {
     return std::nullopt;
   }
-  std::vector<core::LimitState> limits(bytes.size() / k_record_size);
-  for (std::size_t i = 0; i < limits.size(); ++i) {
-    std::size_t offset = i * k_record_size;
-    auto& state = limits[i];
-    state.limit.rate.count = get(bytes, offset);
+  StoredLimits stored;
+  for (std::size_t offset = 0; offset < bytes.size(); offset += k_record_size) {
+    core::LimitState state;
+    std::int64_t count = get(bytes, offset);
+    state.limit.rate.count =
+        count < 0 && count != std::numeric_limits<std::int64_t>::min() ? -count : count;
     state.limit.rate.period = get(bytes, offset + 8);
     state.limit.burst = get(bytes, offset + 16);
     for (std::size_t slot = 0; slot < 3; ++slot) {
@@ -60,8 +74,12 @@ std::optional<std::vector<core::LimitState>> decode_limits(std::string_view byte
         state.limit.rate.period > core::k_max_duration || state.limit.burst < 1) {
       return std::nullopt;
     }
+    if (count > 0 && !stored.remembered.empty()) {
+      return std::nullopt; // the last call's limits come first
+    }
+    (count > 0 ? stored.limits : stored.remembered).push_back(state);
   }
-  return limits;
+  return stored;
 }
 
 } // namespace ratelimit::store

@@ -46,13 +46,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (bytes.size() < k_header) {
     return 0;
   }
-  auto limits = store::decode_limits(bytes.substr(k_header));
-  if (!limits || limits->empty()) {
+  auto stored = store::decode_limits(bytes.substr(k_header));
+  if (!stored || stored->limits.empty()) {
     return 0;
   }
   core::KeyState state{core::k_all_algorithms[static_cast<unsigned char>(bytes[0]) %
                                               std::size(core::k_all_algorithms)],
-                       read_int64(bytes, 2), std::move(*limits)};
+                       read_int64(bytes, 2), std::move(stored->limits)};
+  state.remembered = std::move(stored->remembered);
   core::Request request;
   request.reserve = (bytes[1] & 1) != 0;
   request.now = read_int64(bytes, 10);

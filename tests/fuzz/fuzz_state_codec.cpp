@@ -9,19 +9,21 @@ using namespace ratelimit;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view bytes = fuzz::as_text(data, size);
-  auto limits = store::decode_limits(bytes);
-  if (!limits) {
+  auto stored = store::decode_limits(bytes);
+  if (!stored) {
     return 0;
   }
-  for (const core::LimitState& state : *limits) {
+  std::vector<core::LimitState> every = stored->limits;
+  every.insert(every.end(), stored->remembered.begin(), stored->remembered.end());
+  for (const core::LimitState& state : every) {
     fuzz::check(state.limit.rate.count >= 1 && state.limit.rate.count <= core::k_max_count &&
                     state.limit.rate.period >= state.limit.rate.count &&
                     state.limit.rate.period <= core::k_max_duration && state.limit.burst >= 1,
                 "a decoded limit is one parse_rate can give", bytes);
   }
-  std::string encoded = store::encode_limits(*limits);
+  std::string encoded = store::encode_limits(stored->limits, stored->remembered);
   fuzz::check(encoded == bytes, "encode(decode(x)) == x", bytes);
   auto again = store::decode_limits(encoded);
-  fuzz::check(again.has_value() && *again == *limits, "decode(encode(y)) == y", bytes);
+  fuzz::check(again.has_value() && *again == *stored, "decode(encode(y)) == y", bytes);
   return 0;
 }

@@ -155,7 +155,7 @@ test_the_database_is_in_wal_mode_from_its_creation() {
   rl try k -r 1/min
   expect_eq wal "$(sqlite3 "$DB" 'PRAGMA journal_mode')" "journal mode"
   expect_eq 1380732244 "$(sqlite3 "$DB" 'PRAGMA application_id')" "application id"
-  expect_eq 3 "$(sqlite3 "$DB" 'PRAGMA user_version')" "schema version"
+  expect_eq 4 "$(sqlite3 "$DB" 'PRAGMA user_version')" "schema version"
 }
 
 test_a_new_rate_on_a_key_applies_at_the_next_call() {
@@ -167,6 +167,26 @@ test_a_new_rate_on_a_key_applies_at_the_next_call() {
   expect_eq 5 "$(json_field "$OUT" burst)" "the new burst"
   # Back to a smaller limit: stricter at once.
   expect_status 1 rl -q try changed -r 1/min -a token-bucket
+}
+
+# Reservations queued on a key under a faster limit all count at a slower one: five waiters
+# at 6/min hold the next 40 s, and a call at 1/min then waits five minutes, not two.
+test_a_slower_limit_counts_every_reservation_queued_on_the_key() {
+  local waiters=() i retry
+  for i in 1 2 3 4 5; do
+    rl -q wait queued -r 6/min -b 1 -a token-bucket &
+    waiters+=($!)
+  done
+  wait_for_reservation queued 45000
+  expect_status 1 rl --json try queued -r 1/min -b 1 -a token-bucket
+  retry=$(json_field "$OUT" retry_after_ms)
+  expect_true "retry_after_ms $retry: five units at 1/min" test "$retry" -gt 240000
+  # The faster limit, remembered, holds them too: its next slot is still after them.
+  expect_status 1 rl --json try queued -r 6/min -b 1 -a token-bucket
+  retry=$(json_field "$OUT" retry_after_ms)
+  expect_true "retry_after_ms $retry at 6/min: after the reservations" test "$retry" -gt 45000
+  kill -9 "${waiters[@]}" 2>/dev/null
+  wait "${waiters[@]}" 2>/dev/null || true
 }
 
 test_the_wal_stays_short() {
@@ -513,7 +533,7 @@ INSERT INTO grant_log VALUES (1, $second, 1, $((now - 1))), (1, $second, 2, $now
   (1, $minute, 1, $((now - 1))), (1, $minute, 2, $now);
 SQL
   expect_status 0 rl status
-  expect_eq 3 "$(sqlite3 "$DB" 'PRAGMA user_version')" "schema version after the upgrade"
+  expect_eq 4 "$(sqlite3 "$DB" 'PRAGMA user_version')" "schema version after the upgrade"
   # One log: each grant counts once for each limit that logged it, never less.
   expect_eq "4|4" "$(sqlite3 "$DB" 'SELECT count(*), max(cumulative) FROM grant_log')" "log"
   expect_eq "$minute" "$(sqlite3 "$DB" 'SELECT log_period FROM keys')" "log period"
@@ -528,7 +548,7 @@ test_a_version_2_database_gets_the_run_slots_table() {
   sqlite3 "$DB" "DROP TABLE runs; PRAGMA user_version = 2; PRAGMA wal_checkpoint(TRUNCATE);" \
     >/dev/null
   expect_status 0 rl status k
-  expect_eq 3 "$(sqlite3 "$DB" 'PRAGMA user_version')" "schema version after the upgrade"
+  expect_eq 4 "$(sqlite3 "$DB" 'PRAGMA user_version')" "schema version after the upgrade"
   expect_eq 4 "$(json_field "$(rl --json status k)" remaining)" "the key's state kept"
   expect_status 0 rl run k -j 1 -- true
 }
@@ -552,8 +572,8 @@ test_a_database_on_a_pseudo_file_system_names_the_real_cause() {
 test_newer_schema_is_refused_and_unchanged() {
   on_store sqlite || return 0
   rl try k -r 1/s
-  sqlite3 "$DB" "PRAGMA user_version = 4; PRAGMA wal_checkpoint(TRUNCATE);" >/dev/null
-  expect_foreign_file_untouched "$DB" "schema version 4, newer than this ratelimit reads"
+  sqlite3 "$DB" "PRAGMA user_version = 5; PRAGMA wal_checkpoint(TRUNCATE);" >/dev/null
+  expect_foreign_file_untouched "$DB" "schema version 5, newer than this ratelimit reads"
 }
 
 test_concurrent_first_use_creates_one_database() {

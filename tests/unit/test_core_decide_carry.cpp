@@ -4,10 +4,12 @@
 // the limits of its own call:
 // - sliding log: at most N, this grant included, in the PERIOD ending at it, counting
 //   every earlier grant whatever limits it was made under;
-// - the others: their bound over the grants made since the limit came into force (the
-//   call that first named it; from its time on the bound is exact), and for the buckets
-//   over every earlier grant when no call names a limit slower than the slowest limit of
-//   the call before it (the rule the man page states).
+// - the buckets: their bound over every earlier grant when no call names a limit slower
+//   than the slowest limit of the call before it (the rule the man page states), and else
+//   over every grant at or after the time from which the key has held the limit (named or
+//   remembered): its first call derives it from the units in use, not from the history;
+// - the windows: their bound over the grants made since the limit came into force (the
+//   call that first named it; from its time on the bound is exact).
 #include "core/rules.hpp"
 
 #include "core_test_key.hpp"
@@ -232,7 +234,10 @@ void run(Algorithm algorithm, std::uint64_t seed, bool slowing_down, Totals& tot
   std::vector<Made> made;
   std::size_t current = 0;
   std::vector<Nanos> in_force_since(sets[0].size(), 0);
-  std::vector<std::size_t> in_force_from(sets[0].size(), 0); // the first grant made under it
+  // Buckets: each limit the key holds (named or remembered), and the time from which it has
+  // held it without a break, when the first call naming it derived its state.
+  std::vector<std::pair<Limit, Nanos>> held;
+  bool bucket = algorithm == Algorithm::token_bucket || algorithm == Algorithm::leaky_bucket;
   Nanos now = k_epoch + static_cast<Nanos>(random() % k_s);
   INFO("algorithm ", std::string(algorithm_name(algorithm)), ", seed ", seed);
   for (int step = 0; step < 400; ++step) {
@@ -259,16 +264,13 @@ void run(Algorithm algorithm, std::uint64_t seed, bool slowing_down, Totals& tot
           });
       if (allowed && next != current) {
         std::vector<Nanos> since;
-        std::vector<std::size_t> from;
         for (const Limit& limit : sets[next]) {
           auto kept = std::find(sets[current].begin(), sets[current].end(), limit);
           auto index = static_cast<std::size_t>(kept - sets[current].begin());
           bool stays = kept != sets[current].end();
           since.push_back(stays ? in_force_since[index] : std::max(now, key.state().clock));
-          from.push_back(stays ? in_force_from[index] : made.size());
         }
         in_force_since = since;
-        in_force_from = from;
         current = next;
         ++totals.changes;
       }
@@ -282,6 +284,17 @@ void run(Algorithm algorithm, std::uint64_t seed, bool slowing_down, Totals& tot
     bool reserve = random() % 3 == 0;
     Nanos max_wait = reserve ? static_cast<Nanos>(random() % (3 * k_s)) : 0;
     Decision decision = key.call(now, limits, cost, reserve, reserve ? max_wait : 0);
+    if (bucket) {
+      std::vector<std::pair<Limit, Nanos>> still;
+      for (const std::vector<LimitState>* states : {&key.state().limits, &key.state().remembered}) {
+        for (const LimitState& s : *states) {
+          auto found = std::find_if(held.begin(), held.end(),
+                                    [&](const auto& h) { return h.first == s.limit; });
+          still.emplace_back(s.limit, found != held.end() ? found->second : decision.now);
+        }
+      }
+      held = std::move(still);
+    }
     if (!decision.allowed) {
       ++totals.denials;
       continue;
@@ -292,16 +305,20 @@ void run(Algorithm algorithm, std::uint64_t seed, bool slowing_down, Totals& tot
     for (std::size_t l = 0; l < limits.size(); ++l) {
       INFO("step ", step, ", limit ", limits[l].rate.count, "/", limits[l].rate.period, " burst ",
            limits[l].burst);
-      bool whole_history = algorithm == Algorithm::sliding_log ||
-                           (!slowing_down && (algorithm == Algorithm::token_bucket ||
-                                              algorithm == Algorithm::leaky_bucket));
-      Nanos since = whole_history ? std::numeric_limits<Nanos>::min() : in_force_since[l];
-      // A bucket switched to a slower limit counts again at most its burst (queue) and one
-      // request of what was in use; reservations beyond them keep their times and are not
-      // counted by the new limit: its bound is on the grants made under it.
-      bool bucket = algorithm == Algorithm::token_bucket || algorithm == Algorithm::leaky_bucket;
-      std::size_t first = bucket && !whole_history ? in_force_from[l] : 0;
-      std::string problem = check_grant(algorithm, limits[l], made, j, since, first);
+      // The sliding log counts every grant; a bucket every grant at or after the time it
+      // has held the limit from (a limit it did not hold was derived from the units in use
+      // at other rates, not from the history), or all of them when no call names a limit
+      // slower than those before; the windows the grants since the limit is in force.
+      Nanos since = in_force_since[l];
+      if (algorithm == Algorithm::sliding_log || (bucket && !slowing_down)) {
+        since = std::numeric_limits<Nanos>::min();
+      } else if (bucket) {
+        auto found = std::find_if(held.begin(), held.end(),
+                                  [&](const auto& h) { return h.first == limits[l]; });
+        REQUIRE(found != held.end());
+        since = found->second;
+      }
+      std::string problem = check_grant(algorithm, limits[l], made, j, since);
       REQUIRE_MESSAGE(problem.empty(), problem);
     }
   }
@@ -369,4 +386,71 @@ TEST_CASE("core::decide a 2/10s caller and a 12/min caller on one key count each
     CHECK(made.size() <= 12 + 24);
     CHECK(std::count_if(made.begin(), made.end(), [](const Made& m) { return m.set == 1; }) > 0);
   }
+}
+
+TEST_CASE("core::decide buckets: waiters at 10/s and at 1/s alternating add up, never compound") {
+  // Every grant takes a second of 1/s, whichever limit its call named: 80 grants owe about
+  // 80 s at 1/s, not ten times more at each change of limits. (A leaky bucket's queue is
+  // made deep enough for them all.)
+  for (Algorithm algorithm : {Algorithm::token_bucket, Algorithm::leaky_bucket}) {
+    CAPTURE(algorithm_name(algorithm));
+    bool leaky = algorithm == Algorithm::leaky_bucket;
+    Limit fast = limit_of(10, k_s, leaky ? 1000 : 0);
+    Limit slow = limit_of(1, k_s, leaky ? 1000 : 0);
+    Key key(algorithm);
+    Decision last;
+    for (int i = 0; i < 40; ++i) {
+      REQUIRE(key.call(k_epoch, {fast}, 1, true).allowed);
+      last = key.call(k_epoch, {slow}, 1, true);
+      REQUIRE(last.allowed);
+    }
+    CHECK(last.wait >= 78 * k_s);
+    CHECK(last.wait <= 80 * k_s);
+    // 10/s, remembered meanwhile, holds the reservations made at 1/s: the next goes after
+    // them, less what its own burst allows.
+    REQUIRE(key.state().remembered.size() == 1);
+    CHECK(key.state().remembered[0].limit == fast);
+    CHECK(key.call(k_epoch, {fast}, 1, true).wait >= last.wait - k_s);
+  }
+}
+
+TEST_CASE("core::decide buckets: reservations queued at a faster limit count at a slower one") {
+  // 10/s, burst 1 (a queue of 30): twenty waiters reserve the next two seconds. A call at 1/s
+  // then counts each of them, not only a burst's worth.
+  for (Algorithm algorithm : {Algorithm::token_bucket, Algorithm::leaky_bucket}) {
+    CAPTURE(algorithm_name(algorithm));
+    Key key(algorithm);
+    for (int i = 0; i < 20; ++i) {
+      REQUIRE(key.call(k_epoch, {limit_of(10, k_s, algorithm == Algorithm::leaky_bucket ? 30 : 1)},
+                       1, true)
+                  .allowed);
+    }
+    Decision slow = key.call(
+        k_epoch, {limit_of(1, k_s, algorithm == Algorithm::leaky_bucket ? 30 : 1)}, 1, true);
+    REQUIRE(slow.allowed);
+    CHECK(slow.wait >= 19 * k_s);
+  }
+}
+
+TEST_CASE("core::decide buckets: a key is not fresh while a remembered limit holds something") {
+  Key key(Algorithm::token_bucket);
+  REQUIRE(key.call(k_epoch, {limit_of(1, k_min)}).allowed);
+  Decision fast = key.call(k_epoch, {limit_of(100, k_s)});
+  REQUIRE(fast.allowed);
+  REQUIRE(key.state().remembered.size() == 1);
+  // Two grants at 1/min: nothing in use two minutes on.
+  CHECK(fast.reset_after == 2 * k_min);
+  CHECK_FALSE(is_fresh(key.state(), key.log(), k_epoch + 2 * k_min - 1));
+  CHECK(is_fresh(key.state(), key.log(), k_epoch + 2 * k_min));
+}
+
+TEST_CASE("core::decide buckets: a key remembers at most 16 limits besides its call's") {
+  Key key(Algorithm::token_bucket);
+  for (std::int64_t count = 1; count <= 20; ++count) {
+    REQUIRE(key.call(k_epoch, {limit_of(count * 1000, k_min)}).allowed);
+  }
+  CHECK(key.state().remembered.size() == 16);
+  // The last call's limit first, then the earlier ones, most recently named first.
+  CHECK(key.state().remembered.front().limit == limit_of(19'000, k_min));
+  CHECK(key.state().remembered.back().limit == limit_of(4'000, k_min));
 }

@@ -72,9 +72,10 @@ local function load()
     if not is_time(clock) or flat[4] then
       return nil, 'damaged'
     end
-    return {algorithm = nil, clock = clock, limits = {}, log_period = 0, paused_until = paused_until}
+    return {algorithm = nil, clock = clock, limits = {}, remembered = {}, log_period = 0,
+            paused_until = paused_until}
   end
-  local state = {algorithm = flat[1], clock = tonumber(flat[2]), limits = {},
+  local state = {algorithm = flat[1], clock = tonumber(flat[2]), limits = {}, remembered = {},
                  log_period = tonumber(flat[4] or '0'), paused_until = paused_until}
   if not state.log_period then
     return nil, 'damaged'
@@ -87,16 +88,21 @@ local function load()
       #values % 6 ~= 0 then
     return nil, 'damaged'
   end
+  -- The limits a bucket remembers (core::KeyState::remembered) follow, their count negated.
   for i = 1, #values, 6 do
-    local limit = {count = values[i], period = values[i + 1], burst = values[i + 2]}
+    local remembered = values[i] and values[i] < 0
+    local limit = {count = remembered and -values[i] or values[i], period = values[i + 1],
+                   burst = values[i + 2]}
     local slots = {values[i + 3], values[i + 4], values[i + 5]}
-    if not within_bounds(state.algorithm, limit, slots) then
+    if not within_bounds(state.algorithm, limit, slots) or
+        (not remembered and #state.remembered > 0) then
       return nil, 'damaged'
     end
-    state.limits[#state.limits + 1] = {
-      limit = make_limit(limit.count, limit.period, limit.burst),
-      slots = slots,
-    }
+    local list = remembered and state.remembered or state.limits
+    list[#list + 1] = {limit = make_limit(limit.count, limit.period, limit.burst), slots = slots}
+  end
+  if #state.limits == 0 or (#state.remembered > 0 and not rules[state.algorithm].remembers_unnamed) then
+    return nil, 'damaged'
   end
   return state
 end
@@ -117,23 +123,92 @@ local function read_limits(first)
   return limits, first + 1 + 3 * n
 end
 
--- The slots of each requested limit: a stored limit equal to it keeps its own; any other
--- is derived from the stored ones (the rules' carry).
+local function same_limit(a, b)
+  return a.count == b.count and a.period == b.period and a.burst == b.burst
+end
+
+local function find_limit(stored, limit)
+  for _, st in ipairs(stored) do
+    if same_limit(st.limit, limit) then
+      return st
+    end
+  end
+  return nil
+end
+
+-- The slots of each requested limit: a stored limit equal to it, named by the last call or
+-- remembered, keeps its own; any other is derived from all the stored ones (the rules'
+-- carry).
 local function states_for(rule, state, limits, now)
   local stored = state and state.limits or {}
+  local remembered = state and state.remembered or {}
+  local every = nil
   local states = {}
   for i, limit in ipairs(limits) do
-    for _, st in ipairs(stored) do
-      if st.limit.count == limit.count and st.limit.period == limit.period and
-          st.limit.burst == limit.burst then
-        states[i] = {st.slots[1], st.slots[2], st.slots[3]}
-      end
-    end
-    if not states[i] then
+    local st = find_limit(stored, limit) or find_limit(remembered, limit)
+    if st then
+      states[i] = {st.slots[1], st.slots[2], st.slots[3]}
+    elseif #remembered == 0 then
       states[i] = rule.carry(limit, stored, now)
+    else
+      if not every then
+        every = {}
+        for _, list in ipairs({stored, remembered}) do
+          for _, s in ipairs(list) do
+            every[#every + 1] = s
+          end
+        end
+      end
+      states[i] = rule.carry(limit, every, now)
     end
   end
   return states
+end
+
+-- core::k_max_remembered
+local k_max_remembered = 16
+
+-- What the key remembers after a call naming `limits`: every stored limit it does not name,
+-- those of the last call first (copies).
+local function unnamed_by(rule, state, limits)
+  local unnamed = {}
+  if not rule.remembers_unnamed or not state then
+    return unnamed
+  end
+  for _, list in ipairs({state.limits, state.remembered}) do
+    for _, st in ipairs(list) do
+      local named = false
+      for _, limit in ipairs(limits) do
+        named = named or same_limit(st.limit, limit)
+      end
+      if not named then
+        unnamed[#unnamed + 1] = {limit = st.limit, slots = {st.slots[1], st.slots[2], st.slots[3]}}
+      end
+    end
+  end
+  return unnamed
+end
+
+-- Those of `remembered` that hold something at `at_now`, at most k_max_remembered.
+local function forget_fresh(algorithm, remembered, log, at_now)
+  local kept = {}
+  for _, st in ipairs(remembered) do
+    local _, reset = rules[algorithm].usage(st.limit, st.slots, log, at_now)
+    if reset > 0 and #kept < k_max_remembered then
+      kept[#kept + 1] = st
+    end
+  end
+  return kept
+end
+
+-- Until the remembered limits hold nothing.
+local function remembered_after(algorithm, remembered, log, at_now)
+  local after = 0
+  for _, st in ipairs(remembered or {}) do
+    local _, reset = rules[algorithm].usage(st.limit, st.slots, log, at_now)
+    after = math.max(after, reset)
+  end
+  return after
 end
 
 -- Whether the key holds exactly `limits`, in this order.
@@ -187,13 +262,18 @@ local function logs_intact()
   return true
 end
 
--- Writes the key's state: the limits of this call and their slots. Keys expire at
--- `fresh_at`, when the state is a fresh key's again.
-local function save(algorithm, clock, limits, states, log_period, fresh_at)
+-- Writes the key's state: the limits of this call and their slots, then those it
+-- remembers. Keys expire at `fresh_at`, when the state is a fresh key's again.
+local function save(algorithm, clock, limits, states, log_period, fresh_at, remembered)
   local fields = {}
   for i, limit in ipairs(limits) do
     local s = states[i]
     fields[#fields + 1] = table.concat({int(limit.count), int(limit.period), int(limit.burst),
+                                        int(s[1]), int(s[2]), int(s[3])}, ' ')
+  end
+  for _, st in ipairs(remembered or {}) do
+    local limit, s = st.limit, st.slots
+    fields[#fields + 1] = table.concat({int(-limit.count), int(limit.period), int(limit.burst),
                                         int(s[1]), int(s[2]), int(s[3])}, ' ')
   end
   redis.call('HSET', base, 'algorithm', algorithm, 'clock', int(clock), 'limits',
@@ -231,15 +311,18 @@ local function summarise(algorithm, limits, states, log, at_now)
   return remaining or -1, reset_after, per_limit, least
 end
 
--- Saves `states` of `limits`; the key expires when each of them is fresh again, a sliding
--- log once its last grant has left the log's retention, and not before its pause ends.
-local function save_all(algorithm, clock, limits, states, log_period, log, paused_until)
+-- Saves `states` of `limits` and the `remembered` limits; the key expires when each of them
+-- is fresh again, a sliding log once its last grant has left the log's retention, and not
+-- before its pause ends.
+local function save_all(algorithm, clock, limits, states, log_period, log, paused_until,
+                        remembered)
   local _, reset_after = summarise(algorithm, limits, states, log, clock)
+  reset_after = math.max(reset_after, remembered_after(algorithm, remembered, log, clock))
   if rules[algorithm].shares_state and #states > 0 then
     reset_after = math.max(reset_after, states[1][1] + log_period - clock)
   end
   reset_after = math.max(reset_after, (paused_until or 0) - clock)
-  save(algorithm, clock, limits, states, log_period, clock + reset_after)
+  save(algorithm, clock, limits, states, log_period, clock + reset_after, remembered)
 end
 
 -- Whether the counters are a hash or absent, as this script writes them.

@@ -1,6 +1,7 @@
 -- One call of this script is one atomic operation on one key, mirroring src/core/decide.cpp.
 --   KEYS[1]   the key's hash: algorithm, clock, limits ("count period burst s1 s2 s3" per
---             limit of the last call, in order), log_period (sliding log: the longest
+--             limit of the last call, in order, then per limit a bucket remembers with its
+--             count negated), log_period (sliding log: the longest
 --             period a call named); then its sliding log, BASE:t and BASE:c, for a sliding
 --             log; last its counters, BASE:n (granted, limited, waited_us). inspect and
 --             reset take KEYS[1] and BASE:n.
@@ -19,9 +20,10 @@
 --   give_back ARGV[3..] algorithm at cost n, n x (count period burst), n x marker -> {'ok'}
 --   inspect   ARGV[3] cost (empty: 1) -> {'none'} or {'ok', algorithm, clock, now, allowed,
 --             wait, binding, n, n x (count period burst s1 s2 s3 remaining reset_after
---             retry_after), log_period, paused_until, granted, limited, waited_us}, as
---             core::inspect for a try of that cost, and the counters; a key that holds only
---             a pause has the algorithm '' and no limits
+--             retry_after), log_period, paused_until, granted, limited, waited_us, m,
+--             m x (count period burst s1 s2 s3 reset_after)}, as core::inspect for a try of
+--             that cost, the counters, and the limits the key remembers; a key that holds
+--             only a pause has the algorithm '' and no limits
 --   reset     -> 1 if the key existed (its state or its counters), else 0
 --   pause     ARGV[3] duration -> {'ok', now, paused_until}; the key holds at least that
 --             pause (core::pause), created with it alone when missing. KEYS as for a
@@ -54,6 +56,8 @@ local function decide()
     end
     local _, reset_after = summarise(state.algorithm, limits_of, states_of, redis_log(base),
                                      stored_clock)
+    reset_after = math.max(reset_after, remembered_after(state.algorithm, state.remembered,
+                                                         redis_log(base), stored_clock))
     if stored_rule.shares_state and #states_of > 0 then
       reset_after = math.max(reset_after, states_of[1][1] + state.log_period - stored_clock)
     end
@@ -61,8 +65,8 @@ local function decide()
       local by_time, by_cost = log_keys(base)
       if state.paused_until > stored_clock then
         redis.call('DEL', by_time, by_cost)
-        state = {algorithm = nil, clock = state.clock, limits = {}, log_period = 0,
-                 paused_until = state.paused_until}
+        state = {algorithm = nil, clock = state.clock, limits = {}, remembered = {},
+                 log_period = 0, paused_until = state.paused_until}
       else
         redis.call('DEL', base, by_time, by_cost)
         state = nil
@@ -156,7 +160,27 @@ local function decide()
       end
     end
   end
+  -- A bucket remembers the limits this call does not name, and they count its grant too.
+  local remembered = unnamed_by(rule, state, limits)
+  if allowed and #remembered > 0 then
+    local fitting = {}
+    for _, st in ipairs(remembered) do
+      -- One that could not count it within the bounds (a debt past 2116) is forgotten.
+      if math.max(at, st.slots[1]) + cost * st.limit.interval <= k_max_time then
+        rule.take(st.limit, st.slots, log, clock, at, cost)
+        fitting[#fitting + 1] = st
+      end
+    end
+    remembered = fitting
+  end
+  local writes = allowed or (state and not holds_limits(state, limits))
+  if writes then
+    remembered = forget_fresh(algorithm, remembered, log, clock)
+  else
+    remembered = state and state.remembered or {}
+  end
   local remaining, reset_after, per_limit, least = summarise(algorithm, limits, states, log, clock)
+  reset_after = math.max(reset_after, remembered_after(algorithm, remembered, log, clock))
   if allowed and wait == 0 then
     -- Granted at once, every limit agreeing: the one with the least remaining.
     binding = least
@@ -165,8 +189,8 @@ local function decide()
     remaining, reset_after = 0, math.max(reset_after, paused_until - clock)
   end
   -- The key keeps the limits of its last call; a denied one writes only when it changed them.
-  if allowed or (state and not holds_limits(state, limits)) then
-    save_all(algorithm, clock, limits, states, log_period, log, paused_until)
+  if writes then
+    save_all(algorithm, clock, limits, states, log_period, log, paused_until, remembered)
   end
   count(allowed, wait)
   local reply = {'ok', algorithm, allowed and 1 or 0, clock, wait, binding - 1, remaining,
@@ -212,7 +236,8 @@ local function give_back()
       rule.give_back(limit, states[i], log, at, cost, tonumber(ARGV[next_arg + i - 1]))
     end
   end
-  save_all(algorithm, clock, limits, states, log_period, log, state.paused_until)
+  local remembered = forget_fresh(algorithm, unnamed_by(rule, state, limits), log, clock)
+  save_all(algorithm, clock, limits, states, log_period, log, state.paused_until, remembered)
   return {'ok'}
 end
 
@@ -259,6 +284,14 @@ local function inspect()
   reply[#reply + 1] = state.paused_until
   for _, value in ipairs({read_counters()}) do
     reply[#reply + 1] = value
+  end
+  reply[#reply + 1] = #state.remembered
+  for _, st in ipairs(state.remembered) do
+    local limit, s = st.limit, st.slots
+    local _, reset = rule.usage(limit, s, log, clock)
+    for _, value in ipairs({limit.count, limit.period, limit.burst, s[1], s[2], s[3], reset}) do
+      reply[#reply + 1] = value
+    end
   end
   return reply
 end

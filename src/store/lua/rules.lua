@@ -4,7 +4,8 @@
 -- earliest returns the grant time and, for the leaky bucket, the time before which a
 -- reservation is refused. carry(limit, stored, now) derives the slots of a limit that the
 -- key's last call did not name from the stored limits ({limit, slots} each); shares_state
--- marks the sliding log, whose slots are the key's, the same for every limit.
+-- marks the sliding log, whose slots are the key's, the same for every limit;
+-- remembers_unnamed the buckets, whose keys keep the limits a call did not name.
 
 local function window_start(t, period)
   return floor_div(t, period) * period
@@ -42,7 +43,7 @@ rules['token-bucket'] = {
   end,
   carry = function(limit, stored, now)
     -- A stored limit at most as fast bounds the new one (the least bound holds); a faster
-    -- one keeps its units in use, at the new rate (the most of them).
+    -- one keeps all its units in use, at the new rate (the most of them).
     local to = limit.interval
     local bound, kept, latest_grant = nil, 0, 0
     for _, st in ipairs(stored) do
@@ -60,14 +61,13 @@ rules['token-bucket'] = {
         end
         bound = bound and math.min(bound, converted) or converted
       else
-        -- At most its burst and one request more count again at the new rate.
         local owed = math.max(0, owed_until - now)
-        local units = math.min(owed, (st.limit.burst + st.limit.burst) * from)
-        kept = math.max(kept, owed_until, now + rescale(units, from, to))
+        kept = math.max(kept, owed_until, now + rescale(owed, from, to))
       end
     end
     return {bound or kept, latest_grant, 0}
   end,
+  remembers_unnamed = true,
 }
 
 -- Leaky bucket by virtual scheduling: s[1] is the next free output time. A cost of C
@@ -110,14 +110,14 @@ rules['leaky-bucket'] = {
         converted = math.max(converted, free_at - from + to)
         bound = bound and math.min(bound, converted) or converted
       else
-        -- At most its queue and one request more count again at the new rate.
+        -- All its units queued, at the new rate; the last grant spaced at the new rate.
         local pending = math.max(0, free_at - now)
-        local units = math.min(pending, (st.limit.burst + st.limit.count) * from)
-        kept = math.max(kept, free_at - from + to, now + rescale(units, from, to))
+        kept = math.max(kept, free_at - from + to, now + rescale(pending, from, to))
       end
     end
     return {bound or kept, 0, 0}
   end,
+  remembers_unnamed = true,
 }
 
 -- Fixed window aligned to the epoch: s[1] is the latest window with grants, s[2] its cost,
