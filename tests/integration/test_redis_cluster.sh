@@ -176,4 +176,37 @@ test_status_lists_the_commands_on_run_slots_of_every_master() {
     "$(json_eval '" ".join(o["key"] for o in j)' <<<"$OUT")" "keys with running commands"
 }
 
+test_a_master_that_does_not_answer_exits_3_naming_it() {
+  empty_cluster
+  decide_twenty_keys
+  local stopped=${SERVER_PIDS[2]}
+  kill -STOP "$stopped"
+  expect_status 3 rl --store-timeout 0.5s status
+  kill -CONT "$stopped"
+  expect_one_line
+  expect_contains "$ERR" "ratelimit: redis 127.0.0.1:${NODE_PORTS[2]}: no answer within"
+  expect_status 0 rl --json status
+  expect_eq 20 "$(json_eval 'len(j)' <<<"$OUT")" "keys listed once it answers again"
+}
+
+# A user that may not ask CLUSTER SLOTS is told so, rather than shown one node's keys.
+test_a_user_refused_cluster_slots_is_told_so() {
+  empty_cluster
+  local port url
+  for port in "${NODE_PORTS[@]}"; do
+    expect_eq OK "$(redis-cli -p "$port" ACL SETUSER limiter on '>s3cret' '~*' '&*' +@all \
+      -cluster)" "ACL SETUSER on port $port"
+  done
+  url="redis://limiter@127.0.0.1:${NODE_PORTS[0]}"
+  RATELIMIT_STORE_PASSWORD=s3cret expect_status 0 rl --store "$url" try k -r 1/min
+  RATELIMIT_STORE_PASSWORD=s3cret expect_status 3 rl --store "$url" status
+  expect_one_line
+  expect_contains "$ERR" "CLUSTER SLOTS: the user may not run it"
+  # Named keys need no scan.
+  RATELIMIT_STORE_PASSWORD=s3cret expect_status 0 rl --store "$url" status k
+  for port in "${NODE_PORTS[@]}"; do
+    redis-cli -p "$port" ACL DELUSER limiter >/dev/null
+  done
+}
+
 run_suite
