@@ -226,18 +226,25 @@ RedisReply RedisConnection::send(std::span<const std::string> arguments) {
     std::size_t colon = address.rfind(':');
     int port = 0;
     std::from_chars(address.data() + colon + 1, address.data() + address.size(), port);
-    RedisLocation node = m_location;
-    node.host = std::string(address.substr(0, colon));
-    if (node.host.size() > 2 && node.host.front() == '[' && node.host.back() == ']') {
-      node.host = node.host.substr(1, node.host.size() - 2);
+    std::string_view host = address.substr(0, colon);
+    if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+      host = host.substr(1, host.size() - 2);
     }
-    node.port = port;
-    connect(node);
+    connect(location_at(host, port));
     if (ask) {
       std::string asking[] = {"ASKING"};
       command(asking);
     }
   }
+}
+
+RedisLocation RedisConnection::location_at(std::string_view host, int port) const {
+  RedisLocation node = m_location;
+  node.host = host;
+  node.port = port;
+  // A node named by its address is reached over TCP, even from a Unix socket.
+  node.socket_path.clear();
+  return node;
 }
 
 RedisReply RedisConnection::send_here(std::span<const std::string> arguments) {
@@ -278,6 +285,10 @@ RedisReply RedisConnection::command(std::span<const std::string> arguments) {
     fail(fmt::format("{}: {}", arguments.empty() ? "" : arguments[0], error_text(reply.text())));
   }
   return reply;
+}
+
+RedisReply RedisConnection::command_or_error(std::span<const std::string> arguments) {
+  return send(arguments);
 }
 
 RedisReply RedisConnection::run_script(std::span<const std::string> keys,

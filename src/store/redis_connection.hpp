@@ -38,6 +38,8 @@ public:
 
   // Sends `arguments` as one command. An error reply throws StoreError.
   RedisReply command(std::span<const std::string> arguments);
+  // The same, returning an error reply rather than throwing it (I/O failures still throw).
+  RedisReply command_or_error(std::span<const std::string> arguments);
 
   // Runs the embedded Lua script with EVALSHA, sending it with EVAL when the server does
   // not know it yet (NOSCRIPT). An error reply throws StoreError.
@@ -66,6 +68,12 @@ public:
 
   // `redis HOST:PORT`, for messages.
   const std::string& name() const { return m_name; }
+
+  // The location of the server connected to now, and one at `host`:`port` with the same
+  // user, password, database and TLS files (another node of a Redis Cluster).
+  const RedisLocation& location() const { return m_location; }
+  RedisLocation location_at(std::string_view host, int port) const;
+  core::Nanos timeout() const { return m_timeout; }
 
   [[noreturn]] void fail(std::string_view why) const;
 

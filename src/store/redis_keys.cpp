@@ -28,16 +28,16 @@ std::string redis_counters_key(std::string_view prefix, std::string_view key) {
   return redis_key(prefix, key) + std::string(k_counters_suffix);
 }
 
-std::vector<std::string> redis_keys_of(std::string_view prefix, std::string_view key,
-                                       bool sliding_log) {
+std::vector<std::string> redis_keys_of(std::string_view prefix, std::string_view key) {
   std::string base = redis_key(prefix, key);
-  std::vector<std::string> names{base};
-  if (sliding_log) {
-    names.push_back(base + ":t");
-    names.push_back(base + ":c");
-  }
-  names.push_back(base + std::string(k_counters_suffix));
-  return names;
+  return {base, base + ":t", base + ":c", base + std::string(k_counters_suffix)};
+}
+
+std::vector<std::string> redis_legacy_log_keys(std::string_view prefix, std::string_view key,
+                                               std::int64_t period) {
+  std::string base = redis_key(prefix, key);
+  std::string suffix = ":" + std::to_string(period);
+  return {base + ":t" + suffix, base + ":c" + suffix};
 }
 
 std::optional<std::string> key_of_redis_name(std::string_view prefix, std::string_view name) {

@@ -8,20 +8,26 @@
 
 namespace ratelimit::store {
 
-// Redis key names. The state of KEY lives in the hash `PREFIX{KEY}` and a sliding log in
-// `PREFIX{KEY}:t:PERIOD` and `PREFIX{KEY}:c:PERIOD` (PERIOD in microseconds). `{KEY}` is
-// the Redis Cluster hash tag, so one decision's keys share a slot. In KEY, `%` and `}` are
-// written `%25` and `%7D`: a `}` would end the tag early, and the escape keeps names
-// one-to-one with keys.
+// Redis key names. The state of KEY lives in the hash `PREFIX{KEY}`, a sliding log in
+// `PREFIX{KEY}:t` and `PREFIX{KEY}:c`, its counters in `PREFIX{KEY}:n`, its run slots in
+// `PREFIX{KEY}:runs...`. `{KEY}` is the Redis Cluster hash tag, so every name of one key
+// shares a slot (and a node). In KEY, `%` and `}` are written `%25` and `%7D`: a `}` would
+// end the tag early, and the escape keeps names one-to-one with keys.
 std::string redis_key(std::string_view prefix, std::string_view key);
 
 // The hash of `key`'s counters, `PREFIX{KEY}:n`: apart from the state, which it outlives.
 std::string redis_counters_key(std::string_view prefix, std::string_view key);
 
-// The hash that holds `key`'s state, for a sliding log the two sorted sets of its one log
-// (whatever limits its calls name), and last the hash of its counters.
-std::vector<std::string> redis_keys_of(std::string_view prefix, std::string_view key,
-                                       bool sliding_log);
+// Every name the script may touch for `key`, in the order of its KEYS: the hash that holds
+// the state, the two sorted sets of its one sliding log (whatever limits its calls name,
+// and whatever the algorithm: a call may find another algorithm's values), and the hash of
+// its counters.
+std::vector<std::string> redis_keys_of(std::string_view prefix, std::string_view key);
+
+// The two sorted sets of the sliding log that version 1 kept per limit of `period`
+// (microseconds), `PREFIX{KEY}:t:PERIOD` and `PREFIX{KEY}:c:PERIOD`: reset removes them.
+std::vector<std::string> redis_legacy_log_keys(std::string_view prefix, std::string_view key,
+                                               std::int64_t period);
 
 // The KEY whose hash is named `name`, or nothing when `name` is not such a hash (a sliding
 // log, another prefix's key).

@@ -71,9 +71,8 @@ void RedisScript::clock_beyond_range() const {
 RedisScript::RedisScript(RedisConnection& connection, std::string prefix)
     : m_connection(connection), m_prefix(std::move(prefix)) {}
 
-std::vector<std::string> RedisScript::keys_of(std::string_view key, core::Algorithm algorithm,
-                                              std::span<const core::Limit>) const {
-  return redis_keys_of(m_prefix, key, core::info(algorithm).keeps_log);
+std::vector<std::string> RedisScript::keys_of(std::string_view key) const {
+  return redis_keys_of(m_prefix, key);
 }
 
 core::Decision RedisScript::decide(std::string_view key, core::Algorithm algorithm, bool chosen,
@@ -89,7 +88,7 @@ core::Decision RedisScript::decide(std::string_view key, core::Algorithm algorit
                                          : std::to_string(request.max_wait),
                                      chosen ? "1" : "0"};
   add_limits(arguments, limits);
-  RedisReply reply = m_connection.run_script(keys_of(key, algorithm, limits), arguments);
+  RedisReply reply = m_connection.run_script(keys_of(key), arguments);
   std::string status = status_of(reply);
   ReplyReader read(reply);
   if (status == "clock") {
@@ -151,7 +150,7 @@ void RedisScript::give_back(std::string_view key, core::Algorithm algorithm,
   for (std::size_t i = 0; i < limits.size(); ++i) {
     arguments.push_back(std::to_string(i < grant.markers.size() ? grant.markers[i] : 0));
   }
-  RedisReply reply = m_connection.run_script(keys_of(key, algorithm, limits), arguments);
+  RedisReply reply = m_connection.run_script(keys_of(key), arguments);
   std::string status = status_of(reply);
   if (status == "clock") {
     clock_beyond_range();
@@ -164,8 +163,7 @@ void RedisScript::give_back(std::string_view key, core::Algorithm algorithm,
 std::optional<KeyStatus> RedisScript::inspect(std::string_view key,
                                               std::optional<core::Nanos> now) {
   std::string arguments[] = {"inspect", now_argument(now)};
-  std::string keys[] = {redis_key(m_prefix, key), redis_counters_key(m_prefix, key)};
-  RedisReply reply = m_connection.run_script(keys, arguments);
+  RedisReply reply = m_connection.run_script(keys_of(key), arguments);
   std::string reply_status = status_of(reply);
   if (reply_status == "none") {
     return std::nullopt;
@@ -256,14 +254,13 @@ std::optional<KeyStatus> RedisScript::inspect(std::string_view key,
 PauseStanding RedisScript::pause(std::string_view key, core::Nanos duration,
                                  std::optional<core::Nanos> now) {
   std::string arguments[] = {"pause", now_argument(now), std::to_string(duration)};
-  RedisReply reply = m_connection.run_script(redis_keys_of(m_prefix, key, true), arguments);
+  RedisReply reply = m_connection.run_script(keys_of(key), arguments);
   return pause_reply(key, reply);
 }
 
 PauseStanding RedisScript::pause_of(std::string_view key, std::optional<core::Nanos> now) {
   std::string arguments[] = {"pause_of", now_argument(now)};
-  std::string keys[] = {redis_key(m_prefix, key)};
-  RedisReply reply = m_connection.run_script(keys, arguments);
+  RedisReply reply = m_connection.run_script(keys_of(key), arguments);
   return pause_reply(key, reply);
 }
 
@@ -284,8 +281,28 @@ PauseStanding RedisScript::pause_reply(std::string_view key, const RedisReply& r
 
 bool RedisScript::reset(std::string_view key) {
   std::string arguments[] = {"reset", ""};
-  std::string keys[] = {redis_key(m_prefix, key), redis_counters_key(m_prefix, key)};
-  return m_connection.run_script(keys, arguments).integer() != 0;
+  std::vector<std::string> keys = keys_of(key);
+  // A sliding log of version 1 may have left a log per limit, named by the periods its hash
+  // holds: the script names them and deletes nothing until they are declared too. A
+  // concurrent call may change the limits in between: then it asks again.
+  for (int attempt = 1; attempt <= 5; ++attempt) {
+    RedisReply reply = m_connection.run_script(keys, arguments);
+    if (reply->type != REDIS_REPLY_ARRAY) {
+      return reply.integer() != 0;
+    }
+    if (status_of(reply) != "declare") {
+      throw StoreError("redis: unexpected reply from the ratelimit script");
+    }
+    keys = keys_of(key);
+    ReplyReader read(reply);
+    for (std::size_t i = 1; i < reply.size(); ++i) {
+      for (std::string& name : redis_legacy_log_keys(m_prefix, key, read.integer())) {
+        keys.push_back(std::move(name));
+      }
+    }
+  }
+  throw StoreError(fmt::format("{}: key {} was not reset: its limits kept changing meanwhile",
+                               m_connection.name(), util::printable_key(key)));
 }
 
 } // namespace ratelimit::store

@@ -50,8 +50,8 @@ private:
   // Throws the StoreError for a server clock past core::k_max_time.
   [[noreturn]] void clock_beyond_range() const;
 
-  std::vector<std::string> keys_of(std::string_view key, core::Algorithm algorithm,
-                                   std::span<const core::Limit> limits) const;
+  // The names the script touches for `key` (see redis_keys_of).
+  std::vector<std::string> keys_of(std::string_view key) const;
 
   RedisConnection& m_connection;
   std::string m_prefix;

@@ -1,6 +1,7 @@
 #include "store/redis_store.hpp"
 
 #include "core/rate.hpp"
+#include "store/redis_cluster.hpp"
 #include "store/redis_keys.hpp"
 #include "store/redis_run_slots.hpp"
 #include "util/key_text.hpp"
@@ -9,6 +10,7 @@
 #include <fmt/format.h>
 #include <hiredis/hiredis.h>
 #include <limits>
+#include <map>
 #include <set>
 
 namespace ratelimit::store {
@@ -76,14 +78,17 @@ void RedisStore::give_back(std::string_view key, core::Algorithm algorithm,
   m_script.give_back(key, algorithm, limits_in_micros(limits, grant.cost), micros);
 }
 
-std::vector<std::string> RedisStore::scan() {
+namespace {
+
+// Every name matching `pattern` on the server of `connection`.
+std::vector<std::string> scan_names(RedisConnection& connection, const std::string& pattern) {
   std::vector<std::string> names;
   std::string cursor = "0";
   do {
-    std::string call[] = {"SCAN", cursor, "MATCH", redis_scan_pattern(m_prefix), "COUNT", "1000"};
-    RedisReply reply = m_connection.command(call);
+    std::string call[] = {"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"};
+    RedisReply reply = connection.command(call);
     if (reply.size() != 2) {
-      m_connection.fail("SCAN: unexpected reply");
+      connection.fail("SCAN: unexpected reply");
     }
     cursor = std::string(reply.at(0).str, reply.at(0).len);
     const redisReply& batch = reply.at(1);
@@ -94,21 +99,62 @@ std::vector<std::string> RedisStore::scan() {
   return names;
 }
 
+// A key found by a scan, and the connection to the server that holds it.
+struct FoundKey {
+  std::string key;
+  RedisConnection* connection;
+};
+
+// `found` in the order of the keys, each once: a key whose slot moved during the scan may
+// have been seen on two masters.
+void sort_found(std::vector<FoundKey>& found) {
+  std::stable_sort(found.begin(), found.end(),
+                   [](const FoundKey& a, const FoundKey& b) { return a.key < b.key; });
+  found.erase(std::unique(found.begin(), found.end(),
+                          [](const FoundKey& a, const FoundKey& b) { return a.key == b.key; }),
+              found.end());
+}
+
+} // namespace
+
+std::vector<RedisStore::ScannedNames> RedisStore::scan() {
+  std::string pattern = redis_scan_pattern(m_prefix);
+  // Asked at each scan, never on a decision's path: a cluster's masters may change.
+  std::vector<RedisLocation> masters = redis_cluster_masters(m_connection);
+  m_masters.clear();
+  std::vector<ScannedNames> result;
+  if (masters.empty()) {
+    result.push_back({&m_connection, scan_names(m_connection, pattern)});
+    return result;
+  }
+  for (const RedisLocation& master : masters) {
+    m_masters.push_back(std::make_unique<RedisConnection>(master, m_connection.timeout()));
+    result.push_back({m_masters.back().get(), scan_names(*m_masters.back(), pattern)});
+  }
+  return result;
+}
+
 std::vector<KeyStatus> RedisStore::status(std::span<const std::string> keys) {
-  std::vector<std::string> names(keys.begin(), keys.end());
+  std::vector<FoundKey> found;
   if (keys.empty()) {
-    for (const std::string& name : scan()) {
-      if (auto key = key_of_redis_name(m_prefix, name)) {
-        names.push_back(*key);
+    for (const ScannedNames& node : scan()) {
+      for (const std::string& name : node.names) {
+        if (auto key = key_of_redis_name(m_prefix, name)) {
+          found.push_back({std::move(*key), node.connection});
+        }
       }
     }
-    std::sort(names.begin(), names.end());
+    sort_found(found);
+  } else {
+    for (const std::string& key : keys) {
+      found.push_back({key, &m_connection});
+    }
   }
   std::vector<KeyStatus> result;
-  for (const std::string& key : names) {
+  for (const auto& [key, connection] : found) {
     std::optional<KeyStatus> status;
     try {
-      status = m_script.inspect(key);
+      status = RedisScript(*connection, m_prefix).inspect(key);
     } catch (const DamagedState& error) {
       result.push_back({key, error.what(), {}, {}, {}});
       continue;
@@ -139,16 +185,22 @@ std::vector<KeyStatus> RedisStore::status(std::span<const std::string> keys) {
 }
 
 std::vector<NamedCounters> RedisStore::counters() {
-  std::vector<NamedCounters> result;
-  for (const std::string& name : scan()) {
-    std::optional<std::string> key = key_of_redis_counters_name(m_prefix, name);
-    if (!key) {
-      continue;
+  std::vector<FoundKey> found;
+  for (const ScannedNames& node : scan()) {
+    for (const std::string& name : node.names) {
+      if (auto key = key_of_redis_counters_name(m_prefix, name)) {
+        found.push_back({std::move(*key), node.connection});
+      }
     }
-    std::string call[] = {"HMGET", name, "granted", "limited", "waited_us"};
-    RedisReply reply = m_connection.command(call);
+  }
+  sort_found(found);
+  std::vector<NamedCounters> result;
+  for (const auto& [key, connection] : found) {
+    std::string call[] = {"HMGET", redis_counters_key(m_prefix, key), "granted", "limited",
+                          "waited_us"};
+    RedisReply reply = connection->command(call);
     if (reply.size() != 3) {
-      m_connection.fail("HMGET: unexpected reply");
+      connection->fail("HMGET: unexpected reply");
     }
     KeyCounters counters;
     std::int64_t* fields[] = {&counters.granted, &counters.limited, &counters.waited_us};
@@ -162,16 +214,14 @@ std::vector<NamedCounters> RedisStore::counters() {
       if (!reply_integer(field, *fields[i])) {
         throw DamagedState(fmt::format("{}: the counters of key {} are damaged; forget them with "
                                        "`ratelimit reset {}`",
-                                       m_connection.name(), util::printable_key(*key),
-                                       util::shell_word_for_key(*key)));
+                                       connection->name(), util::printable_key(key),
+                                       util::shell_word_for_key(key)));
       }
     }
     if (!gone) { // expired since the scan, or not a hash of ours
-      result.push_back({std::move(*key), counters});
+      result.push_back({key, counters});
     }
   }
-  std::sort(result.begin(), result.end(),
-            [](const NamedCounters& a, const NamedCounters& b) { return a.key < b.key; });
   return result;
 }
 
@@ -190,22 +240,30 @@ std::size_t RedisStore::reset(std::span<const std::string> keys, bool all) {
     }
     return removed;
   }
-  std::vector<std::string> names = scan();
   std::set<std::string> removed;
-  for (std::size_t first = 0; first < names.size(); first += 500) {
-    std::vector<std::string> call{"UNLINK"};
-    for (std::size_t i = first; i < std::min(names.size(), first + 500); ++i) {
-      call.push_back(names[i]);
+  for (const ScannedNames& node : scan()) {
+    // On Redis Cluster one UNLINK takes the names of one slot only (else CROSSSLOT).
+    std::map<int, std::vector<std::string>> by_slot;
+    for (const std::string& name : node.names) {
+      by_slot[m_masters.empty() ? 0 : redis_hash_slot(name)].push_back(name);
       // A key counts once, whether it had a state, counters or both.
-      std::optional<std::string> key = key_of_redis_name(m_prefix, names[i]);
+      std::optional<std::string> key = key_of_redis_name(m_prefix, name);
       if (!key) {
-        key = key_of_redis_counters_name(m_prefix, names[i]);
+        key = key_of_redis_counters_name(m_prefix, name);
       }
       if (key) {
         removed.insert(std::move(*key));
       }
     }
-    m_connection.command(call);
+    for (const auto& [slot, names] : by_slot) {
+      for (std::size_t first = 0; first < names.size(); first += 500) {
+        std::vector<std::string> call{"UNLINK"};
+        call.insert(call.end(), names.begin() + static_cast<std::ptrdiff_t>(first),
+                    names.begin() +
+                        static_cast<std::ptrdiff_t>(std::min(names.size(), first + 500)));
+        node.connection->command(call);
+      }
+    }
   }
   return removed.size();
 }
@@ -242,20 +300,29 @@ std::unique_ptr<RunSlots> RedisStore::run_slots(core::Nanos lease) {
 }
 
 std::vector<RunEntry> RedisStore::run_entries(std::span<const std::string> keys) {
-  std::vector<std::string> names(keys.begin(), keys.end());
-  if (keys.empty()) {
-    for (const std::string& name : scan()) {
+  if (!keys.empty()) {
+    return RedisRunSlots::entries(m_connection, m_prefix, keys);
+  }
+  std::vector<FoundKey> found;
+  for (const ScannedNames& node : scan()) {
+    for (const std::string& name : node.names) {
       constexpr std::string_view k_suffix = ":runs";
       if (name.ends_with(k_suffix)) {
         if (auto key = key_of_redis_name(
                 m_prefix, std::string_view(name).substr(0, name.size() - k_suffix.size()))) {
-          names.push_back(*key);
+          found.push_back({std::move(*key), node.connection});
         }
       }
     }
-    std::sort(names.begin(), names.end());
   }
-  return RedisRunSlots::entries(m_connection, m_prefix, names);
+  sort_found(found);
+  std::vector<RunEntry> result;
+  for (const auto& [key, connection] : found) {
+    for (RunEntry& entry : RedisRunSlots::entries(*connection, m_prefix, std::span(&key, 1))) {
+      result.push_back(std::move(entry));
+    }
+  }
+  return result;
 }
 
 } // namespace ratelimit::store

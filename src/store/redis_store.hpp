@@ -9,14 +9,16 @@ namespace ratelimit::store {
 
 inline constexpr std::string_view k_default_redis_prefix = "ratelimit:";
 
-// Keys in one Redis server shared by every host. Each decision is one call of a Lua script
-// (EVALSHA), atomic on the server, with the server's clock: hosts with skewed clocks agree.
-// The store counts time in whole microseconds, the resolution of Redis's TIME: periods are
-// rounded up to a whole microsecond (a limit may only get stricter) and every duration it
-// returns is a whole number of microseconds. Stored values expire when their state is a
-// fresh key's again, so `collect_garbage` has nothing to do; a key's counters, in a hash of
-// their own updated by the same script call, expire `k_counter_retention` after the key's
-// last decision.
+// Keys in one Redis server, or one Redis Cluster, shared by every host. Each decision is one call
+// of a Lua script (EVALSHA), atomic on the server, with the server's clock: hosts with skewed
+// clocks agree. The store counts time in whole microseconds, the resolution of Redis's TIME:
+// periods are rounded up to a whole microsecond (a limit may only get stricter) and every duration
+// it returns is a whole number of microseconds. Stored values expire when their state is a fresh
+// key's again, so `collect_garbage` has nothing to do; a key's counters, in a hash of their own
+// updated by the same script call, expire `k_counter_retention` after the key's last decision. On
+// Redis Cluster every name of one key shares its slot (see redis_keys.hpp): each call goes to the
+// node that holds the key, and listing the keys (status, counters, reset --all, run entries) scans
+// every master.
 class RedisStore final : public Store {
 public:
   // Connects to `location`; `timeout` bounds the connection and every command. Throws
@@ -38,12 +40,21 @@ public:
   std::vector<RunEntry> run_entries(std::span<const std::string> keys) override;
 
 private:
-  // Every key name under the prefix, by SCAN.
-  std::vector<std::string> scan();
+  // The names under the prefix on one server, and the connection to it.
+  struct ScannedNames {
+    RedisConnection* connection;
+    std::vector<std::string> names;
+  };
+
+  // Every name under the prefix, by SCAN: on Redis Cluster on each master (over a connection
+  // of its own, kept until the next scan), else on the one server.
+  std::vector<ScannedNames> scan();
 
   RedisConnection m_connection;
   std::string m_prefix;
   RedisScript m_script;
+  // The masters of a Redis Cluster, connected to by the last scan.
+  std::vector<std::unique_ptr<RedisConnection>> m_masters;
 };
 
 // `limits` in microseconds for the script: periods rounded up to a whole microsecond.

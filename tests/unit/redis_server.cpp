@@ -3,6 +3,7 @@
 #include "store/redis_connection.hpp"
 #include "store/store.hpp"
 
+#include <algorithm>
 #include <arpa/inet.h>
 #include <chrono>
 #include <csignal>
@@ -93,6 +94,53 @@ bool redis_required() {
 std::unique_ptr<RedisServer> RedisServer::start(std::string& why,
                                                 const std::vector<std::string>& options) {
   return launch(why, options, "");
+}
+
+std::vector<std::unique_ptr<RedisServer>> RedisServer::start_cluster(std::string& why, int nodes) {
+  std::vector<std::unique_ptr<RedisServer>> servers;
+  for (int i = 0; i < nodes; ++i) {
+    auto server = start(why, {"--cluster-enabled", "yes"});
+    if (!server) {
+      return {};
+    }
+    servers.push_back(std::move(server));
+  }
+  constexpr std::int64_t k_second = 1'000'000'000;
+  try {
+    std::vector<std::unique_ptr<store::RedisConnection>> connections;
+    for (int i = 0; i < nodes; ++i) {
+      connections.push_back(
+          std::make_unique<store::RedisConnection>(servers[i]->location(), 2 * k_second));
+      int first = 16384 * i / nodes;
+      int last = 16384 * (i + 1) / nodes - 1;
+      connections[i]->command(std::vector<std::string>{
+          "CLUSTER", "ADDSLOTSRANGE", std::to_string(first), std::to_string(last)});
+      if (i > 0) {
+        connections[0]->command(std::vector<std::string>{"CLUSTER", "MEET", "127.0.0.1",
+                                                         std::to_string(servers[i]->port())});
+      }
+    }
+    auto ready = [](store::RedisConnection& node) {
+      store::RedisReply info = node.command(std::vector<std::string>{"CLUSTER", "INFO"});
+      return info.text().find("cluster_state:ok") != std::string_view::npos;
+    };
+    auto all_ready = [&] {
+      return std::all_of(connections.begin(), connections.end(),
+                         [&](const auto& node) { return ready(*node); });
+    };
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!all_ready()) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        why = "the cluster's state did not become ok within 20 s";
+        return {};
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  } catch (const store::StoreError& error) {
+    why = error.what();
+    return {};
+  }
+  return servers;
 }
 
 std::unique_ptr<RedisServer> RedisServer::start_tls(std::string& why) {

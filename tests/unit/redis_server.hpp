@@ -20,6 +20,9 @@ public:
   // The same serving TLS only, with a certificate for 127.0.0.1 signed by a CA made for it
   // (with openssl(1)), which `location` names.
   static std::unique_ptr<RedisServer> start_tls(std::string& why);
+  // `nodes` cluster-enabled servers made one Redis Cluster, the slots split evenly among them
+  // as masters, once its state is ok; empty (with `why` set) when they cannot be.
+  static std::vector<std::unique_ptr<RedisServer>> start_cluster(std::string& why, int nodes);
   // The server shared by the tests, started on first use; nullptr when it cannot be.
   static RedisServer* shared(std::string& why);
   ~RedisServer();

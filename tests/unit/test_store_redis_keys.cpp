@@ -8,9 +8,11 @@ TEST_CASE("store::redis_key puts the key in a hash tag under the prefix") {
   CHECK(redis_key("ratelimit:", "api") == "ratelimit:{api}");
   CHECK(redis_key("", "api") == "{api}");
   // One log per key, whatever the periods of its limits.
-  CHECK(redis_keys_of("p:", "api", true) ==
+  CHECK(redis_keys_of("p:", "api") ==
         std::vector<std::string>{"p:{api}", "p:{api}:t", "p:{api}:c", "p:{api}:n"});
-  CHECK(redis_keys_of("p:", "api", false) == std::vector<std::string>{"p:{api}", "p:{api}:n"});
+  // The per-limit logs of version 1, which only reset removes.
+  CHECK(redis_legacy_log_keys("p:", "a}b", 60'000'000) ==
+        std::vector<std::string>{"p:{a%7Db}:t:60000000", "p:{a%7Db}:c:60000000"});
   CHECK(redis_counters_key("p:", "a}b") == "p:{a%7Db}:n");
   CHECK(key_of_redis_counters_name("p:", "p:{a%7Db}:n") == "a}b");
   CHECK_FALSE(key_of_redis_counters_name("p:", "p:{a}"));

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 #include <hiredis/hiredis.h>
 #include <optional>
 #include <unistd.h>
@@ -349,32 +350,17 @@ TEST_CASE("store::RedisStore fails with StoreError when the server is down or si
 
 TEST_CASE("store::RedisStore follows Redis Cluster redirections to the key's node") {
   std::string why;
-  std::vector<std::string> cluster{"--cluster-enabled", "yes"};
-  auto first = test::RedisServer::start(why, cluster);
-  auto second = first ? test::RedisServer::start(why, cluster) : nullptr;
-  if (!second) {
+  auto cluster = test::RedisServer::start_cluster(why, 2);
+  if (cluster.empty()) {
     if (test::redis_required()) {
       FAIL("redis-server is required: " << why);
     }
     MESSAGE("skipped, " << why);
     return;
   }
-  store::RedisConnection a(first->location(), 2 * k_second);
-  store::RedisConnection b(second->location(), 2 * k_second);
-  a.command(std::vector<std::string>{"CLUSTER", "ADDSLOTSRANGE", "0", "8191"});
-  b.command(std::vector<std::string>{"CLUSTER", "ADDSLOTSRANGE", "8192", "16383"});
-  a.command(
-      std::vector<std::string>{"CLUSTER", "MEET", "127.0.0.1", std::to_string(second->port())});
-  auto ready = [](store::RedisConnection& node) {
-    store::RedisReply info = node.command(std::vector<std::string>{"CLUSTER", "INFO"});
-    return info.text().find("cluster_state:ok") != std::string_view::npos;
-  };
-  std::int64_t deadline = util::monotonic_nanos() + 20 * k_second;
-  while (!(ready(a) && ready(b)) && util::monotonic_nanos() < deadline) {
-    usleep(50'000);
-  }
-  REQUIRE(ready(a));
-  REQUIRE(ready(b));
+  const auto& first = cluster[0];
+  store::RedisConnection a(cluster[0]->location(), 2 * k_second);
+  store::RedisConnection b(cluster[1]->location(), 2 * k_second);
 
   store::RedisStore store(first->location(), "c:", 2 * k_second);
   for (std::string key : {"alpha", "beta", "gamma", "delta", "epsilon", "zeta"}) {
@@ -391,4 +377,26 @@ TEST_CASE("store::RedisStore follows Redis Cluster redirections to the key's nod
   CHECK(on_a + on_b == 6 * 4);
   CHECK(on_a > 0);
   CHECK(on_b > 0);
+}
+
+TEST_CASE("store::RedisStore resets the per-limit logs of version 1, declared to the script") {
+  RATELIMIT_REDIS_SERVER(server);
+  Inspector redis(server->location());
+  store::RedisStore store(server->location(), "t13:", k_second);
+  std::vector<core::Limit> limits{per_second(5), {{20, 60 * k_second}, 20}};
+  REQUIRE(try_once(store, "k", core::Algorithm::sliding_log, limits).allowed);
+  // The logs version 1 kept per limit, by period in microseconds.
+  for (const char* period : {"1000000", "60000000"}) {
+    for (const char* set : {"t", "c"}) {
+      std::string name = fmt::format("t13:{{k}}:{}:{}", set, period);
+      std::string call[] = {"ZADD", name, "1", "0000000000000001"};
+      redis.connection.command(call);
+    }
+  }
+  REQUIRE(try_once(store, "b", core::Algorithm::token_bucket, limits).allowed);
+  // k: its hash, its log, its counters and the old logs; b: its hash and its counters.
+  CHECK(redis.keys("t13:*").size() == 4 + 4 + 2);
+  std::string both[] = {"k", "b"};
+  CHECK(store.reset(both, false) == 2);
+  CHECK(redis.keys("t13:*").empty());
 }

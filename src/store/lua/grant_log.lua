@@ -7,13 +7,9 @@
 -- Times and cumulative costs both grow along the log, and the padding makes members that
 -- share a time sort by cumulative cost too.
 
-local function log_keys(base)
-  return base .. ':t', base .. ':c'
-end
-
 -- The logs of earlier versions, one per limit (BASE:t:PERIOD, BASE:c:PERIOD): only `reset`
--- removes them before they expire.
-local function legacy_log_keys(base, period)
+-- removes them before they expire, and only once the caller has declared them in KEYS.
+local function legacy_log_names(base, period)
   return base .. ':t:' .. int(period), base .. ':c:' .. int(period)
 end
 
@@ -21,9 +17,9 @@ local function member(cumulative)
   return string.format('%016d', cumulative)
 end
 
-local function redis_log(base)
+-- The log in the sorted sets named `by_time` (BASE:t) and `by_cost` (BASE:c).
+local function redis_log(by_time, by_cost)
   local log = {}
-  local by_time, by_cost = log_keys(base)
 
   function log.cumulative_through(time)
     local found = redis.call('ZREVRANGEBYSCORE', by_time, int(time), '-inf', 'LIMIT', 0, 1)

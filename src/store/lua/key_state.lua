@@ -2,10 +2,11 @@
 -- state loaded and checked against the bounds, the limits of a call, and saving with
 -- the expiry of a fresh key's state.
 
-local base = KEYS[1]
--- The key's counters (store::KeyCounters): granted, limited, waited_us. A hash apart from the
--- state, so that they outlive it; declared in KEYS by every operation that touches them.
-local counters_key = base .. ':n'
+-- Every name an operation touches is declared in KEYS, as Redis Cluster and proxies require:
+-- the key's hash, its sliding log (the same names whatever the algorithm, so that a call
+-- of one algorithm can read or drop what another left), and its counters (store::KeyCounters:
+-- granted, limited, waited_us), a hash apart from the state so that they outlive it.
+local base, log_by_time, log_by_cost, counters_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 -- store::k_counter_retention: the counters expire once no decision has touched them for so
 -- long, in milliseconds.
 local k_counter_retention_ms = 31 * 24 * 3600 * 1000
@@ -242,18 +243,15 @@ end
 
 -- Every key that holds state for `algorithm`.
 local function keys_of(algorithm)
-  local keys = {base}
   if algorithm == 'sliding-log' then
-    local by_time, by_cost = log_keys(base)
-    keys[2], keys[3] = by_time, by_cost
+    return {base, log_by_time, log_by_cost}
   end
-  return keys
+  return {base}
 end
 
 -- Whether the sliding log is sorted sets or absent, as this script writes it.
 local function logs_intact()
-  local by_time, by_cost = log_keys(base)
-  for _, key in ipairs({by_time, by_cost}) do
+  for _, key in ipairs({log_by_time, log_by_cost}) do
     local kind = redis.call('TYPE', key).ok
     if kind ~= 'none' and kind ~= 'zset' then
       return false

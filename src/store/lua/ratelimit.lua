@@ -1,10 +1,13 @@
 -- One call of this script is one atomic operation on one key, mirroring src/core/decide.cpp.
---   KEYS[1]   the key's hash: algorithm, clock, limits ("count period burst s1 s2 s3" per
---             limit of the last call, in order, then per limit a bucket remembers with its
---             count negated), log_period (sliding log: the longest
---             period a call named); then its sliding log, BASE:t and BASE:c, for a sliding
---             log; last its counters, BASE:n (granted, limited, waited_us). inspect and
---             reset take KEYS[1] and BASE:n.
+--   KEYS[1]   the key's hash (BASE): algorithm, clock, limits ("count period burst s1 s2
+--             s3" per limit of the last call, in order, then per limit a bucket remembers
+--             with its count negated), log_period (sliding log: the longest period a call
+--             named)
+--   KEYS[2,3] its sliding log, BASE:t and BASE:c (see grant_log.lua)
+--   KEYS[4]   its counters, BASE:n (granted, limited, waited_us)
+--   KEYS[5..] reset only: the logs of version 1 it asked for (see reset)
+--             Every operation takes the four names, whatever the algorithm, and touches no
+--             other: Redis Cluster and proxies route a script by the names it declares.
 --   ARGV[1]   decide | give_back | inspect | reset | pause | pause_of
 --   ARGV[2]   now in microseconds, for the conformance test only; empty: the server's TIME.
 --             With an explicit now nothing expires, so that a test's clock need not be real.
@@ -24,10 +27,12 @@
 --             m x (count period burst s1 s2 s3 reset_after)}, as core::inspect for a try of
 --             that cost, the counters, and the limits the key remembers; a key that holds
 --             only a pause has the algorithm '' and no limits
---   reset     -> 1 if the key existed (its state or its counters), else 0
+--   reset     -> 1 if the key existed (its state or its counters), else 0; or, deleting
+--             nothing, {'declare', period...}: call again with the logs of version 1 of
+--             these periods (BASE:t:PERIOD, BASE:c:PERIOD) in KEYS[5..]
 --   pause     ARGV[3] duration -> {'ok', now, paused_until}; the key holds at least that
---             pause (core::pause), created with it alone when missing. KEYS as for a
---             sliding log: whatever expires before the pause ends is kept until then.
+--             pause (core::pause), created with it alone when missing: whatever of KEYS
+--             expires before the pause ends is kept until then.
 --   pause_of  -> {'ok', now, paused_until (0: none runs)}, reading only KEYS[1]
 -- A key's pause is the field paused_until of its hash, which no other operation writes.
 -- Every stored value expires when its state is a fresh key's again, so nothing needs gc.
@@ -54,21 +59,21 @@ local function decide()
     for i, st in ipairs(state.limits) do
       limits_of[i], states_of[i] = st.limit, st.slots
     end
-    local _, reset_after = summarise(state.algorithm, limits_of, states_of, redis_log(base),
+    local stored_log = redis_log(log_by_time, log_by_cost)
+    local _, reset_after = summarise(state.algorithm, limits_of, states_of, stored_log,
                                      stored_clock)
     reset_after = math.max(reset_after, remembered_after(state.algorithm, state.remembered,
-                                                         redis_log(base), stored_clock))
+                                                         stored_log, stored_clock))
     if stored_rule.shares_state and #states_of > 0 then
       reset_after = math.max(reset_after, states_of[1][1] + state.log_period - stored_clock)
     end
     if reset_after <= 0 then
-      local by_time, by_cost = log_keys(base)
       if state.paused_until > stored_clock then
-        redis.call('DEL', by_time, by_cost)
+        redis.call('DEL', log_by_time, log_by_cost)
         state = {algorithm = nil, clock = state.clock, limits = {}, remembered = {},
                  log_period = 0, paused_until = state.paused_until}
       else
-        redis.call('DEL', base, by_time, by_cost)
+        redis.call('DEL', base, log_by_time, log_by_cost)
         state = nil
       end
     elseif state.algorithm == algorithm then
@@ -80,7 +85,7 @@ local function decide()
     end
   end
   local rule = rules[algorithm]
-  local log = redis_log(base)
+  local log = redis_log(log_by_time, log_by_cost)
   local clock = math.max(now, state and state.clock or 0)
   local states = states_for(rule, state, limits, clock)
   local log_period = 0
@@ -218,7 +223,7 @@ local function give_back()
     return {'ok'} -- reset meanwhile (or only paused since): there is nothing to give back to
   end
   local rule = rules[algorithm]
-  local log = redis_log(base)
+  local log = redis_log(log_by_time, log_by_cost)
   local clock = math.max(state.clock, now)
   local states = states_for(rule, state, limits, clock)
   local log_period = 0
@@ -252,7 +257,7 @@ local function inspect()
   local cost = tonumber(ARGV[3] or '') or 1
   local clock = math.max(now, state.clock)
   local rule = rules[state.algorithm or 'token-bucket'] -- none is used without limits
-  local log = redis_log(base)
+  local log = redis_log(log_by_time, log_by_cost)
   local limits, states = {}, {}
   for i, stored in ipairs(state.limits) do
     limits[i], states[i] = stored.limit, stored.slots
@@ -331,16 +336,32 @@ local function pause_of()
   return {'ok', clock, paused_until > clock and paused_until or 0}
 end
 
--- Whatever the key holds, a damaged value included, and the logs of earlier versions.
+-- Whatever the key holds, a damaged value included, and the logs of earlier versions:
+-- version 1 kept a sliding log per limit (BASE:t:PERIOD, BASE:c:PERIOD), for the periods of
+-- the limits its hash holds. Only this script knows those periods atomically, and only the
+-- caller can declare names: when the names of a stored period are not among KEYS[5..],
+-- nothing is deleted and the reply asks for them, and the caller calls again declaring them.
+-- Only a sliding-log key had such logs: a key's algorithm changes only once it is fresh,
+-- when the logs of version 1 expired with it.
 local function reset()
   local state = load()
-  local keys = {base, counters_key, log_keys(base)}
-  for _, stored in ipairs(state and state.limits or {}) do
-    local by_time, by_cost = legacy_log_keys(base, stored.limit.period)
-    keys[#keys + 1] = by_time
-    keys[#keys + 1] = by_cost
+  if state and state.algorithm == 'sliding-log' then
+    local declared = {}
+    for i = 5, #KEYS do
+      declared[KEYS[i]] = true
+    end
+    local periods, missing = {}, false
+    for i, stored in ipairs(state.limits) do
+      local by_time, by_cost = legacy_log_names(base, stored.limit.period)
+      periods[i + 1] = stored.limit.period
+      missing = missing or not declared[by_time] or not declared[by_cost]
+    end
+    if missing then
+      periods[1] = 'declare'
+      return periods
+    end
   end
-  local removed = redis.call('DEL', unpack(keys))
+  local removed = redis.call('DEL', unpack(KEYS))
   return removed > 0 and 1 or 0
 end
 
