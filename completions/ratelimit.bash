@@ -179,7 +179,7 @@ _ratelimit() {
     return
     ;;
   --on-store-error)
-    mapfile -t COMPREPLY < <(compgen -W "deny allow" -- "$cur")
+    mapfile -t COMPREPLY < <(compgen -W "deny allow local" -- "$cur")
     return
     ;;
   --mode)

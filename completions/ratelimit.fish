@@ -174,7 +174,7 @@ complete -c ratelimit -n $global -l store-ca -r -F -d 'CA certificate of the red
 complete -c ratelimit -n $global -l store-cert -r -F -d 'Client certificate for rediss://'
 complete -c ratelimit -n $global -l store-key -r -F -d 'Private key of --store-cert'
 complete -c ratelimit -n $global -l lock-timeout -x -d 'Longest wait for the database lock'
-complete -c ratelimit -n $global -l on-store-error -x -a 'deny allow' -d 'What a store failure does'
+complete -c ratelimit -n $global -l on-store-error -x -a 'deny allow local' -d 'What a store failure does'
 complete -c ratelimit -n $global -l json -d 'Print JSON on standard output'
 complete -c ratelimit -n $global -s q -l quiet -d 'Print nothing on a denial'
 complete -c ratelimit -n $global -s E -l limited-exit-code -x -d 'Exit status when limited'

@@ -27,20 +27,21 @@ core::Nanos parse_timeout(const std::optional<std::string>& text) {
 namespace {
 
 // Gives back what `decision` reserved; under --on-store-error=allow a failure leaves the
-// slot taken, which never over-admits.
+// slot taken, which never over-admits. Before `deciding_again`, an outage under local goes
+// on to the local database's decision instead.
 void give_back(store::Store& store, const GlobalOptions& global, const LimitedRequest& request,
-               const core::Decision& decision) {
+               const core::Decision& decision, bool deciding_again) {
   try {
     store.give_back(request.key, decision.algorithm, request.limits, decision.grant);
   } catch (const store::StoreError& error) {
-    if (!fail_open(global, error)) {
+    if ((deciding_again && falls_back_locally(global, error)) || !fail_open(global, error)) {
       throw;
     }
   }
 }
 
-// Whether a pause of the key runs now. Under --on-store-error=allow a store that fails to
-// tell is taken to say no.
+// Whether a pause of the key runs now. Under --on-store-error=allow (and local, for an
+// outage) a store that fails to tell is taken to say no: the slot it granted stands.
 bool paused_meanwhile(store::Store& store, const GlobalOptions& global,
                       const LimitedRequest& request) {
   try {
@@ -77,7 +78,7 @@ Acquired acquire(store::Store& store, util::InterruptSignals& signals, const Glo
         sleep_with_countdown(signals, acquired.decision.wait, request.key, global.quiet);
     acquired.waited = util::monotonic_nanos() - started;
     if (acquired.signal != 0) {
-      give_back(store, global, request, acquired.decision);
+      give_back(store, global, request, acquired.decision, false);
       return acquired;
     }
     // A pause may have begun while this waiter slept: checked once on waking, never in
@@ -87,7 +88,7 @@ Acquired acquire(store::Store& store, util::InterruptSignals& signals, const Glo
     }
     // The slot is given back and the next one after the pause reserved in its place, as
     // the limits would place it then: the waiters the pause held do not all go at its end.
-    give_back(store, global, request, acquired.decision);
+    give_back(store, global, request, acquired.decision, true);
     if (max_wait != std::numeric_limits<core::Nanos>::max()) {
       ask.max_wait = std::max<core::Nanos>(0, max_wait - acquired.waited);
     }
@@ -105,21 +106,6 @@ Acquired acquire(store::Store& store, util::InterruptSignals& signals, const Glo
   return acquired;
 }
 
-bool fail_open(const GlobalOptions& global, const store::StoreError& error) {
-  if (!fails_open(global)) {
-    return false;
-  }
-  std::string message = error.what();
-  for (char& c : message) {
-    if (c == '\n') {
-      c = ' ';
-    }
-  }
-  util::write_stderr(fmt::format(
-      "ratelimit: warning: {}; going on without the store (--on-store-error=allow)\n", message));
-  return true;
-}
-
 Acquired acquire_from_store(const GlobalOptions& global, util::InterruptSignals& signals,
                             const LimitedRequest& request, Asking asking, core::Nanos max_wait) {
   std::string failure;
@@ -127,6 +113,12 @@ Acquired acquire_from_store(const GlobalOptions& global, util::InterruptSignals&
     auto store = open_store(global);
     return acquire(*store, signals, global, request, asking, max_wait);
   } catch (const store::StoreError& error) {
+    if (falls_back_locally(global, error)) {
+      // The same request, on this host's database; a reservation the store made before it
+      // failed stays taken there, which never over-admits.
+      auto local = fall_back_locally(global, error);
+      return acquire(*local, signals, global, request, asking, max_wait);
+    }
     if (!fail_open(global, error)) {
       throw;
     }

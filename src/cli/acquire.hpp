@@ -2,6 +2,7 @@
 
 #include "cli/global_options.hpp"
 #include "cli/limit_options.hpp"
+#include "cli/store_failure.hpp"
 #include "store/store.hpp"
 #include "util/signals.hpp"
 
@@ -34,13 +35,11 @@ Acquired acquire(store::Store& store, util::InterruptSignals& signals, const Glo
 
 // Opens the store `global` names, acquires `request` from it as `acquire` does, and closes
 // it. A StoreError propagates under --on-store-error=deny; under allow the request is
-// granted at once without the store, with a warning (see `fail_open`).
+// granted at once without the store, with a warning (see `fail_open`); under local an
+// outage of the store sends the request to the local database, with a warning (see
+// `fall_back_locally`).
 Acquired acquire_from_store(const GlobalOptions& global, util::InterruptSignals& signals,
                             const LimitedRequest& request, Asking asking, core::Nanos max_wait);
-
-// What --on-store-error says about `error`: under allow, prints one warning line on stderr
-// and returns true (go on without the store); under deny returns false (fail, status 3).
-bool fail_open(const GlobalOptions& global, const store::StoreError& error);
 
 // Parses --timeout (not given: no limit); throws UsageError.
 core::Nanos parse_timeout(const std::optional<std::string>& text);

@@ -218,8 +218,9 @@ public:
         }
         config.store_timeout = text->get();
       } else if (setting == "on_error") {
-        if (text == nullptr || (text->get() != "deny" && text->get() != "allow")) {
-          return error(value, "on_error takes deny or allow, e.g. on_error = \"allow\"");
+        if (text == nullptr ||
+            (text->get() != "deny" && text->get() != "allow" && text->get() != "local")) {
+          return error(value, "on_error takes deny, allow or local, e.g. on_error = \"local\"");
         }
         config.store_on_error = text->get();
       } else if (setting == "ca" || setting == "cert" || setting == "key") {

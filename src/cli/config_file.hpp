@@ -36,7 +36,7 @@ struct Config {
   std::map<std::string, NamedLimit, std::less<>> limits;
   // [store]: where keys live, when neither the command line nor the environment says (`url`),
   // and then how long to wait for it (`timeout`, as --store-timeout) and what to do when it
-  // fails (`on_error`, deny or allow, as --on-store-error). Checked as their options are.
+  // fails (`on_error`, deny, allow or local, as --on-store-error). Checked as their options are.
   std::optional<std::string> store_url;
   std::optional<std::string> store_timeout;
   std::optional<std::string> store_on_error;
@@ -51,7 +51,7 @@ struct Config {
 //   [limits.NAME]  rate = "10/s" | ["10/s", "5000/h"], algorithm = "...",
 //                  burst = N | [N, ...], cost = N, timeout = "30s"
 //   [store]        url = "redis://..." | "sqlite:PATH", timeout = "2s",
-//                  on_error = "deny" | "allow", ca = "PATH", cert = "PATH", key = "PATH"
+//                  on_error = "deny" | "allow" | "local", ca = "PATH", cert = "PATH", key = "PATH"
 // A relative PATH is taken relative to the directory of `file`. Every value is checked as its
 // option would be. An error reads `FILE:LINE: what is wrong`.
 core::Result<Config> parse_config(std::string_view text, const std::string& file);

@@ -23,16 +23,19 @@ void add_global_options(CLI::App& app, GlobalOptions& options) {
   app.add_flag("--json", options.json, "Print one JSON object per decision on stdout");
   app.add_flag("-q,--quiet", options.quiet, "Print nothing on a denial");
   app.add_option("--on-store-error", options.on_store_error,
-                 "When the store fails: deny (exit 3) or allow (grant, with a warning on "
-                 "stderr); default [store] on_error, else deny")
-      ->option_text("deny|allow")
+                 "When the store fails: deny (exit 3), allow (grant, with a warning on stderr) "
+                 "or local (Redis out of reach: decide on the --db database, with a warning; "
+                 "each host then keeps the limit alone, so N hosts admit up to N times it); "
+                 "default [store] on_error, else deny")
+      ->option_text("deny|allow|local")
       ->check(CLI::Validator(
           [](const std::string& value) {
-            return value == "deny" || value == "allow"
+            return value == "deny" || value == "allow" || value == "local"
                        ? std::string()
-                       : "invalid value \"" + value.substr(0, 64) + "\": expected deny or allow";
+                       : "invalid value \"" + value.substr(0, 64) +
+                             "\": expected deny, allow or local";
           },
-          "deny|allow"));
+          "deny|allow|local"));
   app.add_option("-E,--limited-exit-code", options.limited_exit_code,
                  "Exit status when limited (default 1)")
       ->option_text("N")
@@ -102,6 +105,17 @@ store::DatabaseLocation locate_database(const GlobalOptions& options) {
 
 std::unique_ptr<store::Store> open_store_as(const GlobalOptions& options, store::Creation creation);
 
+// How to open a SQLite database: the lock timeout, created when missing.
+store::StoreSettings sqlite_settings(const GlobalOptions& options) {
+  auto lock_timeout = core::parse_duration(options.lock_timeout);
+  if (!lock_timeout) {
+    throw UsageError("--lock-timeout: " + lock_timeout.error());
+  }
+  store::StoreSettings settings;
+  settings.lock_timeout = *lock_timeout;
+  return settings;
+}
+
 // Whether the command line or the environment names the store. Then no configuration file is
 // read for the store: its [store] section describes the store it names.
 bool store_named_outside_config(const GlobalOptions& options) {
@@ -152,11 +166,18 @@ std::string given_in_config(const char* setting, const ConfigPath& path) {
 
 } // namespace
 
-bool fails_open(const GlobalOptions& options) {
-  if (!options.on_store_error.empty()) {
-    return options.on_store_error == "allow";
+OnStoreError on_store_error(const GlobalOptions& options) {
+  // Both checked when given: the option by its validator, the file's setting when read.
+  std::string value = !options.on_store_error.empty()
+                          ? options.on_store_error
+                          : config_store_setting(options, &Config::store_on_error).value_or("");
+  if (value == "allow") {
+    return OnStoreError::allow;
   }
-  return config_store_setting(options, &Config::store_on_error).value_or("deny") == "allow";
+  if (value == "local") {
+    return OnStoreError::local;
+  }
+  return OnStoreError::deny;
 }
 
 store::TlsFiles tls_files(const GlobalOptions& options) {
@@ -214,7 +235,11 @@ const Config& configuration(const GlobalOptions& options) {
 }
 
 void export_store_environment(const GlobalOptions& options) {
-  if (!options.store.empty()) {
+  if (!options.store.empty() && !options.db.empty()) {
+    // --on-store-error=local: the store, and the local database.
+    ::setenv("RATELIMIT_STORE", options.store.c_str(), 1);
+    ::setenv("RATELIMIT_DB", options.db.c_str(), 1);
+  } else if (!options.store.empty()) {
     ::setenv("RATELIMIT_STORE", options.store.c_str(), 1);
     ::unsetenv("RATELIMIT_DB");
   } else if (!options.db.empty()) {
@@ -247,12 +272,19 @@ std::unique_ptr<store::Store> open_existing_store(const GlobalOptions& options) 
   return open_store_as(options, store::Creation::never);
 }
 
+std::unique_ptr<store::Store> open_local_store(const GlobalOptions& options) {
+  return store::open_store(locate_database(options), sqlite_settings(options));
+}
+
 namespace {
 
 std::unique_ptr<store::Store> open_store_as(const GlobalOptions& options,
                                             store::Creation creation) {
-  if (!options.store.empty() && !options.db.empty()) {
-    throw UsageError("--db and --store both name a store; give one of them");
+  // Under --on-store-error=local, --db names where decisions go when the store fails.
+  if (!options.store.empty() && !options.db.empty() &&
+      on_store_error(options) != OnStoreError::local) {
+    throw UsageError("--db and --store both name a store; give one of them (or "
+                     "--on-store-error=local, where --db names the local database)");
   }
   store::StoreSettings settings{options.redis_prefix, store_timeout(options), 0, creation};
   std::string url = options.store;
@@ -278,11 +310,7 @@ std::unique_ptr<store::Store> open_store_as(const GlobalOptions& options,
     }
     path = std::get<store::SqliteLocation>(*location).path;
   }
-  auto lock_timeout = core::parse_duration(options.lock_timeout);
-  if (!lock_timeout) {
-    throw UsageError("--lock-timeout: " + lock_timeout.error());
-  }
-  settings.lock_timeout = *lock_timeout;
+  settings.lock_timeout = sqlite_settings(options).lock_timeout;
   return store::open_store(
       path.empty() ? locate_database(options) : store::DatabaseLocation{path, "", ""}, settings);
 }

@@ -20,8 +20,8 @@ struct GlobalOptions {
   std::string db;
   bool json = false;
   bool quiet = false;
-  // --on-store-error: "deny" (exit 3) or "allow" (grant with a warning); empty when not
-  // given (see `fails_open`).
+  // --on-store-error: "deny" (exit 3), "allow" (grant with a warning) or "local" (decide on
+  // the local database); empty when not given (see `on_store_error`).
   std::string on_store_error;
   int limited_exit_code = 1;
   std::string lock_timeout = "10s";
@@ -34,6 +34,16 @@ struct GlobalOptions {
   std::string config;        // --config FILE: the named limits and the store
   // The configuration files, read once when first needed (see `configuration`).
   mutable std::optional<Config> loaded_config;
+  // Why decisions went to the local database under --on-store-error=local (the remote
+  // store's failure), once they have; reported with --json, and warned of once.
+  mutable std::string local_fallback;
+};
+
+// What a store that fails does to a decision (--on-store-error).
+enum class OnStoreError {
+  deny,  // fail, status 3
+  allow, // grant without the store, with a warning
+  local, // a remote store out of reach: decide on the local database, with a warning
 };
 
 // What the configuration files (`config_files(options.config)`) say, read at the first call.
@@ -44,14 +54,14 @@ void add_global_options(CLI::App& app, GlobalOptions& options);
 
 // Sets in this process's environment what a nested ratelimit needs to reach the store
 // `options` name, whatever its own command line says: RATELIMIT_STORE or RATELIMIT_DB for
-// --store or --db (the other one unset), RATELIMIT_CONFIG for --config,
+// --store or --db (the other one unset, unless both are given), RATELIMIT_CONFIG for --config,
 // RATELIMIT_REDIS_PREFIX, and RATELIMIT_STORE_CA, _CERT, _KEY for --store-ca, --store-cert,
 // --store-key. `run` calls it before it starts its command.
 void export_store_environment(const GlobalOptions& options);
-// Whether a failing store grants (--on-store-error=allow): the option, else, when neither the
-// command line nor the environment names the store, the configuration's [store] on_error;
-// else deny. Throws UsageError for a configuration file that cannot be read.
-bool fails_open(const GlobalOptions& options);
+// What a failing store does: --on-store-error, else, when neither the command line nor the
+// environment names the store, the configuration's [store] on_error; else deny. Throws
+// UsageError for a configuration file that cannot be read.
+OnStoreError on_store_error(const GlobalOptions& options);
 
 // --store-timeout, with the same precedence: the option, else the configuration's [store]
 // timeout when the command line and the environment name no store, else 1s. Throws
@@ -70,13 +80,19 @@ store::TlsFiles tls_files(const GlobalOptions& options);
 std::string database_path(const GlobalOptions& options);
 
 // Opens the store the options name: --store, else --db, else $RATELIMIT_STORE, else the
-// database of `database_path`. A missing SQLite database is created, the default one in a
-// directory of mode 0700. A Redis URL without a password takes $RATELIMIT_STORE_PASSWORD's.
-// Throws StoreError or UsageError.
+// database of `database_path`. --store and --db together are a usage error, but under
+// --on-store-error=local, where --db names the local database. A missing SQLite database is
+// created, the default one in a directory of mode 0700. A Redis URL without a password takes
+// $RATELIMIT_STORE_PASSWORD's. Throws StoreError or UsageError.
 std::unique_ptr<store::Store> open_store(const GlobalOptions& options);
 
 // The same for the commands that only read or forget keys: a missing SQLite database is
 // not created (nor its directory), and the store is then null.
 std::unique_ptr<store::Store> open_existing_store(const GlobalOptions& options);
+
+// Opens the SQLite database of `database_path` (created when missing), whatever store the
+// options name: where --on-store-error=local decides when the remote store fails. Throws
+// StoreError or UsageError.
+std::unique_ptr<store::Store> open_local_store(const GlobalOptions& options);
 
 } // namespace ratelimit::cli

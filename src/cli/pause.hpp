@@ -20,4 +20,9 @@ store::PauseStanding pause_key(const GlobalOptions& global, std::string_view key
                                core::Nanos duration,
                                const std::function<void(util::JsonObject&)>& extra = {});
 
+// The same in `store`.
+store::PauseStanding pause_key(const GlobalOptions& global, store::Store& store,
+                               std::string_view key, core::Nanos duration,
+                               const std::function<void(util::JsonObject&)>& extra = {});
+
 } // namespace ratelimit::cli

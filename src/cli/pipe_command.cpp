@@ -343,14 +343,20 @@ int run_pipe(PipeOptions options, const GlobalOptions& global) {
   std::unique_ptr<store::Store> store;
   try {
     store = open_store(global);
+    if (!request.algorithm_chosen) {
+      // The key's own algorithm paces the records (how they batch), as it decides them.
+      adopt_stored_algorithm(*store, request);
+    }
   } catch (const store::StoreError& error) {
-    if (!fail_open(global, error)) {
+    store.reset();
+    if (falls_back_locally(global, error)) {
+      store = fall_back_locally(global, error);
+      if (!request.algorithm_chosen) {
+        adopt_stored_algorithm(*store, request);
+      }
+    } else if (!fail_open(global, error)) {
       throw;
     }
-  }
-  if (store && !request.algorithm_chosen) {
-    // The key's own algorithm paces the records (how they batch), as it decides them.
-    adopt_stored_algorithm(*store, request);
   }
   FailOpenGate gate(store.get(), request, global);
   return Pipe(gate, request, global, delimiter, timeout).run();

@@ -1,6 +1,6 @@
 #include "cli/pipe_gate.hpp"
 
-#include "cli/acquire.hpp"
+#include "cli/store_failure.hpp"
 #include "util/clock.hpp"
 
 namespace ratelimit::cli {
@@ -43,59 +43,69 @@ FailOpenGate::FailOpenGate(store::Store* store, const LimitedRequest& request,
   if (store != nullptr) {
     m_store_gate.emplace(*store, request);
   } else {
-    fall_back();
+    fall_back_to_memory();
   }
 }
 
-void FailOpenGate::fall_back() {
+void FailOpenGate::fall_back_to_memory() {
   m_store_gate.reset();
-  m_local.emplace(m_request, util::realtime_nanos);
+  m_memory.emplace(m_request, util::realtime_nanos);
+  ++m_fallbacks;
+}
+
+void FailOpenGate::fall_back(const store::StoreError& error) {
+  // The local database fails as deny does: it has no outages, and nowhere further to go.
+  if (!m_local_store && falls_back_locally(m_global, error)) {
+    m_store_gate.reset();
+    m_local_store = fall_back_locally(m_global, error);
+    m_store_gate.emplace(*m_local_store, m_request);
+    ++m_fallbacks;
+    return;
+  }
+  if (!fail_open(m_global, error)) {
+    throw;
+  }
+  fall_back_to_memory();
 }
 
 core::Decision FailOpenGate::decide(core::Request request) {
-  if (m_store_gate) {
+  m_fallbacks_at_decision = m_fallbacks;
+  while (m_store_gate) {
     try {
-      m_last_local = false;
       return m_store_gate->decide(request);
     } catch (const store::StoreError& error) {
-      if (!fail_open(m_global, error)) {
-        throw;
-      }
-      fall_back();
+      fall_back(error);
+      m_fallbacks_at_decision = m_fallbacks;
     }
   }
-  m_last_local = true;
-  return m_local->decide(request);
+  return m_memory->decide(request);
 }
 
 void FailOpenGate::give_back(const core::Grant& grant) {
-  if (m_last_local) {
-    m_local->give_back(grant);
-    return;
-  }
-  if (!m_store_gate) {
+  if (m_fallbacks_at_decision != m_fallbacks) {
     return; // the store failed since: its reservation stays taken, which never over-admits
+  }
+  if (m_memory) {
+    m_memory->give_back(grant);
+    return;
   }
   try {
     m_store_gate->give_back(grant);
   } catch (const store::StoreError& error) {
-    if (!fail_open(m_global, error)) {
-      throw;
-    }
-    fall_back();
+    fall_back(error);
   }
 }
 
-// A store that fails to tell under --on-store-error=allow is taken to say no, as when a
-// waiter of `wait` wakes; its next decision falls back.
+// A store that fails to tell is taken to say no, as when a waiter of `wait` wakes: the slot
+// it granted stands. Its next decision falls back, under allow or local.
 bool FailOpenGate::paused() {
-  if (m_last_local || !m_store_gate) {
+  if (!m_store_gate || m_fallbacks_at_decision != m_fallbacks) {
     return false;
   }
   try {
     return m_store_gate->paused();
   } catch (const store::StoreError& error) {
-    if (!fail_open(m_global, error)) {
+    if (!falls_back_locally(m_global, error) && !fail_open(m_global, error)) {
       throw;
     }
   }

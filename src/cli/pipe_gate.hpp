@@ -64,10 +64,12 @@ private:
   core::Algorithm m_algorithm;
 };
 
-// The key `request.key` of `store` while the store works. After a store error under
-// --on-store-error=allow (one warning), or from the start when `store` is null because it
-// could not be opened, a limiter of this process's own: the records keep the limit's pace
-// here, as `pipe` without a key, but no longer share it. Under deny a store error throws.
+// The key `request.key` of `store` while the store works. After an outage of the store under
+// --on-store-error=local (one warning), the same key in the local database, for the rest of
+// the stream: shared with this host's processes only. After a store error under allow (one
+// warning), or from the start when `store` is null because it could not be opened, a limiter
+// of this process's own: the records keep the limit's pace here, as `pipe` without a key,
+// but no longer share it. Otherwise a store error throws.
 class FailOpenGate final : public PipeGate {
 public:
   FailOpenGate(store::Store* store, const LimitedRequest& request, const GlobalOptions& global);
@@ -78,14 +80,21 @@ public:
   bool paused() override;
 
 private:
-  void fall_back();
+  // Leaves the store for the local database (under local, for an outage) or for a limiter
+  // in memory (under allow); throws `error` again otherwise.
+  void fall_back(const store::StoreError& error);
+  void fall_back_to_memory();
 
   std::optional<StoreGate> m_store_gate;
   const LimitedRequest& m_request;
   const GlobalOptions& m_global;
-  std::optional<LocalGate> m_local;
-  // Whether the last decision came from the local limiter, to give its grant back there.
-  bool m_last_local = false;
+  // The local database, once the store failed under local.
+  std::unique_ptr<store::Store> m_local_store;
+  std::optional<LocalGate> m_memory;
+  // How many times the gate has left a store, and how many it had at the last decision: a
+  // grant of a store left since stays taken there.
+  int m_fallbacks = 0;
+  int m_fallbacks_at_decision = 0;
 };
 
 // Whether `n` requests of cost `c` granted at one instant leave a key exactly as one request

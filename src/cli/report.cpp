@@ -150,6 +150,10 @@ void report(const GlobalOptions& global, const LimitedRequest& request,
   if (request.limits.size() > 1) {
     object.raw_field("limits", limits_json(decision.algorithm, request.limits, decision));
   }
+  if (!global.local_fallback.empty()) {
+    // Decided on the local database: why the store did not decide.
+    object.field("store_error", global.local_fallback);
+  }
   util::write_stdout(object.str() + "\n");
   util::flush_stdout();
 }

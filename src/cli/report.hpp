@@ -24,7 +24,8 @@ std::string refusal_message(const LimitedRequest& request, const core::Decision&
                             core::Nanos max_wait);
 
 // Prints what a decision means to the user: on a denial one line on stderr (unless -q);
-// with --json one object on stdout. `waited` is the time slept, for wait and run;
+// with --json one object on stdout (with `store_error` when decided on the local database
+// under --on-store-error=local). `waited` is the time slept, for wait and run;
 // `max_wait` the longest wait the request accepted (--timeout).
 void report(const GlobalOptions& global, const LimitedRequest& request,
             const core::Decision& decision, std::optional<core::Nanos> waited = std::nullopt,

@@ -118,15 +118,19 @@ int run_backing_off(const RunOptions& options, const GlobalOptions& global,
     }
     core::Nanos delay = core::backoff_delay(base, cap, attempt, jitter(entropy));
     bool retrying = attempt < retries;
+    auto add_backoff = [&](util::JsonObject& object) {
+      object.field("exit_status", std::int64_t{status})
+          .field("backoff_ms", core::ceil_millis(delay))
+          .field("retry", retrying);
+    };
     try {
-      pause_key(global, request.key, delay, [&](util::JsonObject& object) {
-        object.field("exit_status", std::int64_t{status})
-            .field("backoff_ms", core::ceil_millis(delay))
-            .field("retry", retrying);
-      });
+      pause_key(global, request.key, delay, add_backoff);
     } catch (const store::StoreError& error) {
-      // Under --on-store-error=allow the retry goes on without the pause.
-      if (!fail_open(global, error)) {
+      if (falls_back_locally(global, error)) {
+        // Where the retry decides while the store is out of reach.
+        pause_key(global, *fall_back_locally(global, error), request.key, delay, add_backoff);
+      } else if (!fail_open(global, error)) {
+        // Under --on-store-error=allow the retry goes on without the pause.
         throw;
       }
     }

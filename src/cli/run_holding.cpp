@@ -64,6 +64,9 @@ void report_refusal(const GlobalOptions& global, const HoldingRun& run,
     } else {
       object.raw_field("retry_after_ms", "null");
     }
+    if (!global.local_fallback.empty()) {
+      object.field("store_error", global.local_fallback);
+    }
     util::write_stdout(object.str() + "\n");
     util::flush_stdout();
   }
@@ -98,6 +101,9 @@ void report_start(const GlobalOptions& global, const HoldingRun& run,
     object.raw_field("limits", caps_json(rates));
   }
   object.field("waited_ms", (waited + core::k_nanos_per_milli / 2) / core::k_nanos_per_milli);
+  if (!global.local_fallback.empty()) {
+    object.field("store_error", global.local_fallback);
+  }
   util::write_stdout(object.str() + "\n");
   util::flush_stdout();
 }
@@ -145,6 +151,36 @@ Slot wait_for_slot(store::RunSlots& slots, util::InterruptSignals& signals,
   return {true, 0, util::monotonic_nanos() - began};
 }
 
+// Takes a place on the run slots of `store` into `slots` and waits for the command's slot as
+// `run_holding` does. Returns the status to end with, or nothing when the command may start.
+std::optional<int> take_slot(store::Store& store, std::unique_ptr<store::RunSlots>& slots,
+                             util::InterruptSignals& signals, const GlobalOptions& global,
+                             const HoldingRun& run, const std::vector<core::RunCap>& caps) {
+  slots = store.run_slots(run.lease);
+  Slot slot = wait_for_slot(*slots, signals, global, run, caps);
+  if (slot.signal != 0) {
+    return 128 + slot.signal;
+  }
+  if (!slot.started) {
+    return global.limited_exit_code;
+  }
+  core::Nanos left =
+      run.max_wait == k_forever ? k_forever : std::max<core::Nanos>(0, run.max_wait - slot.waited);
+  if (!run.until_exit && !run.request.limits.empty()) {
+    // The rate's slot after the running slot: commands started in a burst once slots free
+    // up would otherwise follow grants made long before.
+    Acquired acquired = acquire(store, signals, global, run.request,
+                                run.no_wait ? Asking::now_to_run : Asking::for_the_next, left);
+    if (acquired.signal != 0 || !acquired.decision.allowed) {
+      slots->finish();
+      return acquired.signal != 0 ? 128 + acquired.signal : global.limited_exit_code;
+    }
+  } else {
+    report_start(global, run, caps, slot.waited);
+  }
+  return std::nullopt;
+}
+
 } // namespace
 
 std::vector<core::RunCap> run_caps(const HoldingRun& run) {
@@ -167,34 +203,21 @@ int run_holding(const HoldingRun& run, const GlobalOptions& global) {
   util::InterruptSignals signals;
   try {
     store = open_store(global);
-    slots = store->run_slots(run.lease);
-    Slot slot = wait_for_slot(*slots, signals, global, run, caps);
-    if (slot.signal != 0) {
-      return 128 + slot.signal;
-    }
-    if (!slot.started) {
-      return global.limited_exit_code;
-    }
-    core::Nanos left = run.max_wait == k_forever
-                           ? k_forever
-                           : std::max<core::Nanos>(0, run.max_wait - slot.waited);
-    if (!run.until_exit && !run.request.limits.empty()) {
-      // The rate's slot after the running slot: commands started in a burst once slots free
-      // up would otherwise follow grants made long before.
-      Acquired acquired = acquire(*store, signals, global, run.request,
-                                  run.no_wait ? Asking::now_to_run : Asking::for_the_next, left);
-      if (acquired.signal != 0 || !acquired.decision.allowed) {
-        slots->finish();
-        return acquired.signal != 0 ? 128 + acquired.signal : global.limited_exit_code;
-      }
-    } else {
-      report_start(global, run, caps, slot.waited);
+    if (std::optional<int> status = take_slot(*store, slots, signals, global, run, caps)) {
+      return *status;
     }
   } catch (const store::StoreError& error) {
-    if (!fail_open(global, error)) {
+    // A place the store gave before it failed stays taken there until its lease runs out,
+    // which never over-admits.
+    slots.reset();
+    if (falls_back_locally(global, error)) {
+      store = fall_back_locally(global, error);
+      if (std::optional<int> status = take_slot(*store, slots, signals, global, run, caps)) {
+        return *status;
+      }
+    } else if (!fail_open(global, error)) {
       throw;
     }
-    slots.reset();
   }
   if (!check_stdout()) {
     if (slots) {

@@ -79,6 +79,17 @@ std::string error_text(std::string_view message) {
 
 } // namespace
 
+bool is_unavailable_reply(std::string_view error) {
+  // Inside a script, Redis 7 passes the code on; older servers wrap it ("... -LOADING ...").
+  for (std::string_view code : {"LOADING", "BUSY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN"}) {
+    if ((error.starts_with(code) && error.substr(code.size()).starts_with(' ')) ||
+        error.find(fmt::format("-{} ", code)) != std::string_view::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
 RedisConnection::RedisConnection(const RedisLocation& location, core::Nanos timeout)
     : m_first_location(location), m_timeout(timeout) {
   try {
@@ -143,15 +154,16 @@ void RedisConnection::connect_to_master(const RedisLocation& location) {
       return;
     }
     if (reply.is_error()) {
-      fail(fmt::format("ROLE: {}", error_text(reply.text())));
+      fail_reply("ROLE", reply.text());
     }
     if (reply.size() > 0 && RedisReply::text_of(reply.at(0)) == "master") {
       return;
     }
     if (attempt == 2) {
-      fail(fmt::format("the sentinels name it, but it is a {}, not the master (a failover in "
-                       "progress?)",
-                       reply.size() > 0 ? RedisReply::text_of(reply.at(0)) : "server"));
+      fail_unavailable(
+          fmt::format("the sentinels name it, but it is a {}, not the master (a failover in "
+                      "progress?)",
+                      reply.size() > 0 ? RedisReply::text_of(reply.at(0)) : "server"));
     }
   }
 }
@@ -166,10 +178,10 @@ void RedisConnection::connect_plain(const RedisLocation& location) {
   }
   if (m_context->err) {
     if (timed_out(*m_context)) {
-      fail(fmt::format("cannot connect within {} (--store-timeout)",
-                       core::format_seconds(m_timeout)));
+      fail_unavailable(fmt::format("cannot connect within {} (--store-timeout)",
+                                   core::format_seconds(m_timeout)));
     }
-    fail("cannot connect: " + lower_first(m_context->errstr));
+    fail_unavailable("cannot connect: " + lower_first(m_context->errstr));
   }
   if (redisSetTimeout(m_context, to_timeval(m_timeout)) != REDIS_OK) {
     fail_io();
@@ -200,6 +212,19 @@ RedisConnection::~RedisConnection() {
 
 void RedisConnection::fail(std::string_view why) const {
   throw StoreError(fmt::format("{}: {}", m_name, why));
+}
+
+void RedisConnection::fail_unavailable(std::string_view why) const {
+  throw StoreUnavailable(fmt::format("{}: {}", m_name, why));
+}
+
+void RedisConnection::fail_reply(std::string_view command, std::string_view text) const {
+  std::string why =
+      command.empty() ? error_text(text) : fmt::format("{}: {}", command, error_text(text));
+  if (is_unavailable_reply(text)) {
+    fail_unavailable(why);
+  }
+  fail(why);
 }
 
 void RedisConnection::fail_io(bool delivered) const {
@@ -282,7 +307,7 @@ RedisReply RedisConnection::send_here(std::span<const std::string> arguments) {
 RedisReply RedisConnection::command(std::span<const std::string> arguments) {
   RedisReply reply = send(arguments);
   if (reply.is_error()) {
-    fail(fmt::format("{}: {}", arguments.empty() ? "" : arguments[0], error_text(reply.text())));
+    fail_reply(arguments.empty() ? "" : arguments[0], reply.text());
   }
   return reply;
 }
@@ -303,7 +328,7 @@ RedisReply RedisConnection::run_script(std::span<const std::string> keys,
     reply = send(call);
   }
   if (reply.is_error()) {
-    fail(error_text(reply.text()));
+    fail_reply("", reply.text());
   }
   return reply;
 }
@@ -315,7 +340,7 @@ RedisReply RedisConnection::run_source(std::string_view script, std::span<const 
   call.insert(call.end(), arguments.begin(), arguments.end());
   RedisReply reply = send(call);
   if (reply.is_error()) {
-    fail(error_text(reply.text()));
+    fail_reply("", reply.text());
   }
   return reply;
 }

@@ -19,9 +19,9 @@ class TlsError;
 
 // A blocking connection to one Redis server, over TCP, a Unix socket or TLS. Connecting and
 // every command give up after `timeout`; every failure throws StoreError naming the server
-// (never the password). On Redis Cluster it follows MOVED and ASK redirections to the node
-// that holds the key. Over TLS, hiredis only encodes commands and decodes replies: the bytes
-// go through a TlsStream.
+// (never the password), StoreUnavailable for an outage (see store.hpp). On Redis Cluster it follows
+// MOVED and ASK redirections to the node that holds the key. Over TLS, hiredis only encodes
+// commands and decodes replies: the bytes go through a TlsStream.
 //
 // With sentinels (redis-sentinel://) it connects to the master they name, checked with ROLE,
 // and follows a failover: a connection found closed before a command, or lost before the
@@ -29,6 +29,11 @@ class TlsError;
 // the sentinels again and send the command once more to the master they name. A command
 // whose reply was lost after it was sent is not sent again, unless it only reads: a
 // decision may have run, and running it twice would count it twice.
+// Whether an error reply says that the server cannot serve now, rather than that it refuses
+// the command: LOADING, BUSY, MASTERDOWN, CLUSTERDOWN, TRYAGAIN. Such a reply is an outage
+// (StoreUnavailable).
+bool is_unavailable_reply(std::string_view error);
+
 class RedisConnection {
 public:
   RedisConnection(const RedisLocation& location, core::Nanos timeout);
@@ -76,6 +81,8 @@ public:
   core::Nanos timeout() const { return m_timeout; }
 
   [[noreturn]] void fail(std::string_view why) const;
+  // The same for an outage: the server cannot be reached or stopped answering.
+  [[noreturn]] void fail_unavailable(std::string_view why) const;
 
 private:
   void connect(const RedisLocation& location);
@@ -85,6 +92,9 @@ private:
   // AUTH and SELECT, as `location` says.
   void authenticate(const RedisLocation& location);
   void close();
+  // Throws the StoreError for the error reply `text` to `command` (empty: not named),
+  // StoreUnavailable when it says the server cannot serve now.
+  [[noreturn]] void fail_reply(std::string_view command, std::string_view text) const;
   // Sends one command here; nullptr on an I/O failure.
   RedisReply send_here(std::span<const std::string> arguments);
   // Sends one command, following cluster redirections.

@@ -54,9 +54,10 @@ RedisReply RedisConnection::send_to_master(std::span<const std::string> argument
       // A decision sent twice would count twice, a give-back would give twice: neither is
       // guessed at.
       if (lost.delivered() && !only_reads(arguments)) {
-        throw StoreError(fmt::format("{} after the command was sent: it may have run, so it is "
-                                     "not sent again",
-                                     lost.what()));
+        throw StoreUnavailable(
+            fmt::format("{} after the command was sent: it may have run, so it is "
+                        "not sent again",
+                        lost.what()));
       }
     }
   }

@@ -8,10 +8,10 @@ namespace ratelimit::store {
 
 // An I/O failure: whether the whole command had been written to the server first (then it
 // may have run) or not (then it did not: a server only runs a command it read whole).
-class ConnectionLost : public StoreError {
+class ConnectionLost : public StoreUnavailable {
 public:
   ConnectionLost(const std::string& message, bool delivered)
-      : StoreError(message), m_delivered(delivered) {}
+      : StoreUnavailable(message), m_delivered(delivered) {}
   bool delivered() const { return m_delivered; }
 
 private:

@@ -13,9 +13,16 @@
 namespace ratelimit::store {
 
 void RedisConnection::fail_tls(const TlsError& error, bool connecting) const {
-  if (error.kind() == TlsError::Kind::timeout) {
-    fail(fmt::format("{} within {} (--store-timeout)", connecting ? "cannot connect" : "no answer",
-                     core::format_seconds(m_timeout)));
+  switch (error.kind()) {
+  case TlsError::Kind::timeout:
+    fail_unavailable(fmt::format("{} within {} (--store-timeout)",
+                                 connecting ? "cannot connect" : "no answer",
+                                 core::format_seconds(m_timeout)));
+  case TlsError::Kind::unreachable:
+  case TlsError::Kind::closed:
+    fail_unavailable(error.what());
+  case TlsError::Kind::other:
+    break;
   }
   fail(error.what());
 }

@@ -34,6 +34,8 @@ std::optional<HostPort> address_of(const RedisReply& reply) {
 
 RedisLocation locate_master(const RedisLocation& location, core::Nanos timeout) {
   std::vector<std::string> refusals;
+  // Whether every sentinel was out of reach, rather than one answering no.
+  bool all_unavailable = true;
   for (const HostPort& sentinel : location.sentinels) {
     RedisLocation asked;
     asked.host = sentinel.host;
@@ -51,7 +53,9 @@ RedisLocation locate_master(const RedisLocation& location, core::Nanos timeout) 
         return master;
       }
       why = reply->type == REDIS_REPLY_NIL ? "master unknown" : "unexpected reply";
+      all_unavailable = false;
     } catch (const StoreError& error) {
+      all_unavailable = all_unavailable && dynamic_cast<const StoreUnavailable*>(&error);
       // "redis HOST:PORT: why": the address is said once, below.
       std::string_view text = error.what();
       std::string prefix = fmt::format("redis {}: ", sentinel.address());
@@ -62,9 +66,13 @@ RedisLocation locate_master(const RedisLocation& location, core::Nanos timeout) 
     }
     refusals.push_back(fmt::format("{}: {}", sentinel.address(), why));
   }
-  throw StoreError(fmt::format("redis-sentinel: no sentinel gave the address of master \"{}\" "
-                               "(asked {})",
-                               location.master_name, fmt::join(refusals, "; ")));
+  std::string message = fmt::format("redis-sentinel: no sentinel gave the address of master "
+                                    "\"{}\" (asked {})",
+                                    location.master_name, fmt::join(refusals, "; "));
+  if (all_unavailable) {
+    throw StoreUnavailable(message);
+  }
+  throw StoreError(message);
 }
 
 } // namespace ratelimit::store

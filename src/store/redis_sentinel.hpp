@@ -10,7 +10,7 @@ namespace ratelimit::store {
 // is asked over plain TCP without a password, connecting and answering within `timeout`.
 // Returns `location` with that host and port and no sentinels: the user, password and
 // database stay, for the master. Throws StoreError, in one line naming the master and each
-// sentinel asked with why it did not answer.
+// sentinel asked with why it did not answer: StoreUnavailable when none could be reached.
 RedisLocation locate_master(const RedisLocation& location, core::Nanos timeout);
 
 } // namespace ratelimit::store

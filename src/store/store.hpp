@@ -17,6 +17,16 @@ public:
   using std::runtime_error::runtime_error;
 };
 
+// The store could not be reached or stopped answering: no connection (refused, no route, the
+// name not resolved), no answer within the timeout, the connection lost, or a server that
+// says it cannot serve now (loading, busy, no master). Not a refusal of ours (a password, a
+// certificate, damaged state): those are plain StoreErrors. Exit status 3; under
+// --on-store-error=local the decision is made on the local database instead.
+class StoreUnavailable : public StoreError {
+public:
+  using StoreError::StoreError;
+};
+
 // The stored state of a key cannot be read (set by hand, damaged, out of bounds): the
 // key must be reset. Exit status 3.
 class DamagedState : public StoreError {

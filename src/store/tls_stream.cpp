@@ -156,7 +156,8 @@ void TlsStream::connect_tcp(const std::string& host, int port, core::Nanos deadl
   addrinfo* addresses = nullptr;
   std::string service = std::to_string(port);
   if (int error = getaddrinfo(host.c_str(), service.c_str(), &hints, &addresses); error != 0) {
-    fail(fmt::format("cannot connect: {}", lower_first(gai_strerror(error))));
+    throw TlsError(TlsError::Kind::unreachable,
+                   fmt::format("cannot connect: {}", lower_first(gai_strerror(error))));
   }
   std::string last_error = "no address";
   for (addrinfo* address = addresses; address; address = address->ai_next) {
@@ -194,7 +195,7 @@ void TlsStream::connect_tcp(const std::string& host, int port, core::Nanos deadl
   }
   freeaddrinfo(addresses);
   if (m_fd < 0) {
-    fail("cannot connect: " + lower_first(last_error));
+    throw TlsError(TlsError::Kind::unreachable, "cannot connect: " + lower_first(last_error));
   }
   // Commands are small and answered one at a time: never hold one back.
   int on = 1;
@@ -268,9 +269,10 @@ std::size_t TlsStream::read(char* buffer, std::size_t size) {
 void TlsStream::closed() const {
   // TLS 1.3 ends the handshake before the server checks the client's certificate: a server
   // that wants one and has none closes the connection at the first command.
+  // That is a refusal, not an outage, until the server has answered once.
   if (!m_answered && !m_client_certificate) {
-    throw TlsError(TlsError::Kind::closed, "the server closed the connection (does it demand "
-                                           "a client certificate? see --store-cert)");
+    throw TlsError(TlsError::Kind::other, "the server closed the connection (does it demand "
+                                          "a client certificate? see --store-cert)");
   }
   throw TlsError(TlsError::Kind::closed, "the server closed the connection");
 }

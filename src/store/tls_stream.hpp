@@ -16,7 +16,9 @@ namespace ratelimit::store {
 // A failure of a TlsStream: the message says what (lower case, no prefix).
 class TlsError : public std::runtime_error {
 public:
-  enum class Kind { timeout, closed, other };
+  // `unreachable`: no TCP connection; `closed`: the server closed a connection it had
+  // answered on (or with a client certificate given); `other`: a refusal, a bad file.
+  enum class Kind { timeout, unreachable, closed, other };
   TlsError(Kind kind, const std::string& message) : std::runtime_error(message), m_kind(kind) {}
   Kind kind() const { return m_kind; }
 

@@ -250,7 +250,7 @@ test_bash_completes_files_after_db() {
 }
 
 test_bash_completes_values_of_other_options() {
-  expect_offers_exactly bash "ratelimit --on-store-error " "allow deny"
+  expect_offers_exactly bash "ratelimit --on-store-error " "allow deny local"
   expect_offers_exactly bash "ratelimit simulate --profile b" "boundary burst"
   expect_offers_exactly bash "ratelimit simulate --format " "csv json table"
   expect_offers_exactly bash "ratelimit try k -r " ""

@@ -276,7 +276,7 @@ rate = "1/s"
 TOML
   expect_status 2 rlc try k
   expect_one_line
-  expect_contains "$ERR" 'limits.toml:2: on_error takes deny or allow, e.g. on_error = "allow"'
+  expect_contains "$ERR" 'limits.toml:2: on_error takes deny, allow or local, e.g. on_error = "local"'
   user_file <<'TOML'
 [store]
 timeout = "forever"

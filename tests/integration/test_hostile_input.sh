@@ -161,9 +161,9 @@ test_unknown_algorithm_and_on_store_error_values() {
     try k -r 5/s -a token_bucket
   expect_usage_error 'unknown algorithm' try k -r 5/s -a "$(repeat x 100000)"
   local value
-  for value in maybe ALLOW "" deny,allow "allow "; do
+  for value in maybe ALLOW LOCAL "" deny,allow "allow "; do
     expect_usage_error '--on-store-error: invalid value' --on-store-error "$value" try k -r 5/s
-    expect_contains "$ERR" "expected deny or allow"
+    expect_contains "$ERR" "expected deny, allow or local"
   done
   expect_usage_error '--on-store-error' try k -r 5/s --on-store-error=fail-open
 }

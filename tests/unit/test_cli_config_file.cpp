@@ -141,6 +141,7 @@ TEST_CASE("cli::parse_config reads the store's timeout and what to do when it fa
   CHECK(parsed.store_on_error == "allow");
   // Each alone: the url may come from the command line.
   CHECK(config("[store]\non_error = \"deny\"\n").store_on_error == "deny");
+  CHECK(config("[store]\non_error = \"local\"\n").store_on_error == "local");
   CHECK_FALSE(config("[store]\non_error = \"deny\"\n").store_timeout);
   CHECK(config("[store]\ntimeout = \"300ms\"\n").store_timeout == "300ms");
 }
@@ -152,9 +153,9 @@ TEST_CASE("cli::parse_config checks the store's timeout and on_error as their op
   CHECK(config_error("[store]\ntimeout = \"0s\"\n") ==
         "limits.toml:2: timeout: expected a duration above 0, e.g. 1s, 500ms");
   CHECK(config_error("[store]\non_error = \"fail\"\n") ==
-        "limits.toml:2: on_error takes deny or allow, e.g. on_error = \"allow\"");
+        "limits.toml:2: on_error takes deny, allow or local, e.g. on_error = \"local\"");
   CHECK(config_error("[store]\non_error = true\n") ==
-        "limits.toml:2: on_error takes deny or allow, e.g. on_error = \"allow\"");
+        "limits.toml:2: on_error takes deny, allow or local, e.g. on_error = \"local\"");
   CHECK(config_error("[store]\nretries = 3\n") ==
         "limits.toml:2: unknown setting \"retries\" in [store]; expected url, timeout, "
         "on_error, ca, cert or key");
@@ -178,12 +179,12 @@ TEST_CASE("cli: [store] timeout and on_error apply as url does: after the comman
   constexpr std::string_view k_file = "[store]\ntimeout = \"250ms\"\non_error = \"allow\"\n";
   cli::GlobalOptions options = options_with(k_file);
   CHECK(cli::store_timeout(options) == 250 * core::k_nanos_per_milli);
-  CHECK(cli::fails_open(options));
+  CHECK(cli::on_store_error(options) == cli::OnStoreError::allow);
   // The command line wins.
   options.store_timeout = "2s";
   options.on_store_error = "deny";
   CHECK(cli::store_timeout(options) == 2 * core::k_nanos_per_second);
-  CHECK_FALSE(cli::fails_open(options));
+  CHECK(cli::on_store_error(options) == cli::OnStoreError::deny);
   options.store_timeout = "0s";
   CHECK_THROWS_AS(cli::store_timeout(options), cli::UsageError);
   // A store named on the command line or in the environment takes nothing from the file.
@@ -191,18 +192,24 @@ TEST_CASE("cli: [store] timeout and on_error apply as url does: after the comman
     cli::GlobalOptions named = options_with(k_file);
     named.*name = "sqlite:x.db";
     CHECK(cli::store_timeout(named) == core::k_nanos_per_second);
-    CHECK_FALSE(cli::fails_open(named));
+    CHECK(cli::on_store_error(named) == cli::OnStoreError::deny);
   }
   for (const char* variable : {"RATELIMIT_DB", "RATELIMIT_STORE"}) {
     ScopedEnv set(variable, "x.db");
     cli::GlobalOptions from_env = options_with(k_file);
     CHECK(cli::store_timeout(from_env) == core::k_nanos_per_second);
-    CHECK_FALSE(cli::fails_open(from_env));
+    CHECK(cli::on_store_error(from_env) == cli::OnStoreError::deny);
   }
+  // local, from the file as from the command line.
+  CHECK(cli::on_store_error(options_with("[store]\non_error = \"local\"\n")) ==
+        cli::OnStoreError::local);
+  cli::GlobalOptions local = options_with(k_file);
+  local.on_store_error = "local";
+  CHECK(cli::on_store_error(local) == cli::OnStoreError::local);
   // Nothing anywhere: the defaults.
   cli::GlobalOptions none = options_with("");
   CHECK(cli::store_timeout(none) == core::k_nanos_per_second);
-  CHECK_FALSE(cli::fails_open(none));
+  CHECK(cli::on_store_error(none) == cli::OnStoreError::deny);
 }
 
 TEST_CASE("cli::parse_config reads the store's TLS files, relative ones from the file's "
