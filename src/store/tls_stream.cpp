@@ -1,12 +1,14 @@
 #include "store/tls_stream.hpp"
 
 #include "store/openssl_library.hpp"
+#include "store/tls_session_cache.hpp"
 #include "util/clock.hpp"
 
 #include <arpa/inet.h>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <netdb.h>
@@ -46,6 +48,9 @@ bool is_ip_address(const std::string& host) {
   throw TlsError(TlsError::Kind::other, message);
 }
 
+// The index of the TlsStream in its SSL's extra data (as SSL_set_app_data).
+constexpr int k_stream_index = 0;
+
 } // namespace
 
 TlsStream::TlsStream(const std::string& host, int port, const TlsFiles& files, core::Nanos timeout)
@@ -81,24 +86,46 @@ TlsStream::TlsStream(const std::string& host, int port, const TlsFiles& files, c
       }
     }
 
+    bool address = is_ip_address(host);
+    if (!files.session_directory.empty()) {
+      m_session_cache = std::make_unique<TlsSessionCache>(
+          files.session_directory, files.session_home,
+          TlsSessionIdentity{host, port, address ? "" : host, file_stamp(files.ca_file),
+                             file_stamp(files.cert_file), file_stamp(files.key_file)});
+      // The sessions are kept in the cache's file, not in this process's memory.
+      openssl().SSL_CTX_ctrl(m_context, SSL_CTRL_SET_SESS_CACHE_MODE,
+                             SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE, nullptr);
+      openssl().SSL_CTX_sess_set_new_cb(m_context, &TlsStream::on_new_session);
+    }
+
     connect_tcp(host, port, deadline);
 
     m_ssl = openssl().SSL_new(m_context);
-    if (!m_ssl || openssl().SSL_set_fd(m_ssl, m_fd) != 1) {
+    if (!m_ssl || openssl().SSL_set_fd(m_ssl, m_fd) != 1 ||
+        openssl().SSL_set_ex_data(m_ssl, k_stream_index, this) != 1) {
       fail("cannot set up TLS: " + openssl_reason("out of memory"));
     }
     // The name the certificate must carry, and SNI (which takes host names, not addresses).
-    if (is_ip_address(host)) {
+    if (address) {
       openssl().X509_VERIFY_PARAM_set1_ip_asc(openssl().SSL_get0_param(m_ssl), host.c_str());
     } else {
       openssl().SSL_ctrl(m_ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
                          const_cast<char*>(host.c_str()));
       openssl().SSL_set1_host(m_ssl, host.c_str());
     }
+    if (m_session_cache) {
+      offer_cached_session();
+    }
     for (;;) {
       openssl().ERR_clear_error();
       int result = openssl().SSL_connect(m_ssl);
       if (result == 1) {
+        // A resumed session carries the result of the verification made with it; only a
+        // session made here is saved, and only after its certificate verified.
+        if (long verify = openssl().SSL_get_verify_result(m_ssl);
+            openssl().SSL_session_reused(m_ssl) == 1 && verify != X509_V_OK) {
+          fail_verify(verify, files);
+        }
         break;
       }
       int error = openssl().SSL_get_error(m_ssl, result);
@@ -106,14 +133,8 @@ TlsStream::TlsStream(const std::string& host, int port, const TlsFiles& files, c
         await(error == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline, "connect");
         continue;
       }
-      long verify = openssl().SSL_get_verify_result(m_ssl);
-      if (verify != X509_V_OK) {
-        fail(fmt::format("the server's certificate does not verify: {} ({})",
-                         openssl().X509_verify_cert_error_string(verify),
-                         files.ca_file.empty() ? "checked against the system's CAs; --store-ca "
-                                                 "names another CA"
-                                               : fmt::format("checked against {} ({})",
-                                                             files.ca_file, files.ca_given_by)));
+      if (long verify = openssl().SSL_get_verify_result(m_ssl); verify != X509_V_OK) {
+        fail_verify(verify, files);
       }
       std::string reason = openssl_reason("");
       if (reason.empty()) {
@@ -134,7 +155,75 @@ TlsStream::~TlsStream() {
   release();
 }
 
+void TlsStream::fail_verify(long verify, const TlsFiles& files) const {
+  fail(fmt::format("the server's certificate does not verify: {} ({})",
+                   openssl().X509_verify_cert_error_string(verify),
+                   files.ca_file.empty()
+                       ? "checked against the system's CAs; --store-ca names another CA"
+                       : fmt::format("checked against {} ({})", files.ca_file, files.ca_given_by)));
+}
+
+void TlsStream::offer_cached_session() {
+  std::optional<std::string> cached = m_session_cache->load();
+  if (!cached) {
+    return;
+  }
+  const auto* bytes = reinterpret_cast<const unsigned char*>(cached->data());
+  const unsigned char* end = bytes + cached->size();
+  SSL_SESSION* session =
+      openssl().d2i_SSL_SESSION(nullptr, &bytes, static_cast<long>(cached->size()));
+  if (!session) {
+    // A corrupt file: a full handshake, as without one.
+    openssl().ERR_clear_error();
+    return;
+  }
+  long made = openssl().SSL_SESSION_get_time(session);
+  long lifetime = openssl().SSL_SESSION_get_timeout(session);
+  // Expired, or made without a server's certificate: not offered. A session the server no
+  // longer knows is refused by it, and the handshake is then a full one, in the same round
+  // trips.
+  if (bytes == end && openssl().SSL_SESSION_is_resumable(session) == 1 &&
+      openssl().SSL_SESSION_get0_peer(session) != nullptr && made > 0 && lifetime > 0 &&
+      std::time(nullptr) < made + lifetime) {
+    openssl().SSL_set_session(m_ssl, session);
+  }
+  openssl().SSL_SESSION_free(session);
+  openssl().ERR_clear_error();
+}
+
+int TlsStream::on_new_session(ssl_st* ssl, ssl_session_st* session) {
+  auto* stream = static_cast<TlsStream*>(openssl().SSL_get_ex_data(ssl, k_stream_index));
+  if (!stream) {
+    return 0;
+  }
+  if (stream->m_new_session) {
+    openssl().SSL_SESSION_free(stream->m_new_session);
+  }
+  // Returning 1 keeps OpenSSL's reference: ours to free.
+  stream->m_new_session = session;
+  return 1;
+}
+
+void TlsStream::save_new_session() {
+  SSL_SESSION* session = m_new_session;
+  m_new_session = nullptr;
+  int length = openssl().i2d_SSL_SESSION(session, nullptr);
+  if (length > 0) {
+    std::string bytes(static_cast<std::size_t>(length), '\0');
+    auto* out = reinterpret_cast<unsigned char*>(bytes.data());
+    if (openssl().i2d_SSL_SESSION(session, &out) == length) {
+      m_session_cache->save(bytes);
+    }
+  }
+  openssl().SSL_SESSION_free(session);
+  openssl().ERR_clear_error();
+}
+
 void TlsStream::release() {
+  if (m_new_session) {
+    openssl().SSL_SESSION_free(m_new_session);
+    m_new_session = nullptr;
+  }
   if (m_ssl) {
     openssl().SSL_free(m_ssl);
     m_ssl = nullptr;
@@ -246,6 +335,10 @@ std::size_t TlsStream::read(char* buffer, std::size_t size) {
     int result = openssl().SSL_read(m_ssl, buffer, static_cast<int>(size));
     if (result > 0) {
       m_answered = true;
+      // The tickets of TLS 1.3 come before the first reply: saved once it is here.
+      if (m_new_session) {
+        save_new_session();
+      }
       return static_cast<std::size_t>(result);
     }
     int error = openssl().SSL_get_error(m_ssl, result);

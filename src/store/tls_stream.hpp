@@ -4,14 +4,18 @@
 #include "store/store_url.hpp"
 
 #include <cstddef>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 
 struct ssl_st;
 struct ssl_ctx_st;
+struct ssl_session_st;
 
 namespace ratelimit::store {
+
+class TlsSessionCache;
 
 // A failure of a TlsStream: the message says what (lower case, no prefix).
 class TlsError : public std::runtime_error {
@@ -28,6 +32,12 @@ private:
 // handshake) gives up after `timeout`, and so does each `write` and each `read`. The server's
 // certificate must verify against the CA of `files` (else the system's) and name `host`.
 // OpenSSL is initialised by the first one made, never before. Throws TlsError.
+//
+// With `files.session_directory`, it offers the session the last process saved for the same
+// server identity (see TlsSessionCache), and saves the one the server gives it once the first
+// reply has been read: with TLS 1.3 the server's tickets come after the handshake, before
+// that reply, so keeping them costs no round trip. A resumed session carries the server's
+// certificate as verified when the session was made (OpenSSL does not verify it again).
 class TlsStream {
 public:
   TlsStream(const std::string& host, int port, const TlsFiles& files, core::Nanos timeout);
@@ -47,6 +57,14 @@ public:
 
 private:
   void release();
+  // Offers the cached session, if there is one to use.
+  void offer_cached_session();
+  // Saves the session the server last gave, if it gave one since the last save.
+  void save_new_session();
+  // OpenSSL's callback for a new session (a TLS 1.3 ticket): keeps it for save_new_session.
+  static int on_new_session(ssl_st* ssl, ssl_session_st* session);
+  // Throws the TlsError for a certificate that does not verify (`verify`, OpenSSL's code).
+  [[noreturn]] void fail_verify(long verify, const TlsFiles& files) const;
   // Throws the TlsError for a connection the server closed.
   [[noreturn]] void closed() const;
   void connect_tcp(const std::string& host, int port, core::Nanos deadline);
@@ -60,6 +78,8 @@ private:
   ssl_st* m_ssl = nullptr;
   bool m_client_certificate = false;
   bool m_answered = false; // whether the server has sent anything since the handshake
+  std::unique_ptr<TlsSessionCache> m_session_cache; // null: sessions not kept
+  ssl_session_st* m_new_session = nullptr;          // given by the server, not saved yet
 };
 
 } // namespace ratelimit::store
