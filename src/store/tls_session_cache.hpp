@@ -18,13 +18,15 @@ struct TlsSessionIdentity {
   int port = 0;
   std::string server_name; // SNI and the name checked; empty for an IP address
   // Each file's stamp (`file_stamp`), "-" when none is given: a file replaced or changed
-  // makes another identity, so its sessions are not offered any more.
+  // makes another identity, so its sessions are not offered any more. Without a CA file, the
+  // system's CA file and directory, with their stamps.
   std::string ca;
   std::string cert;
   std::string key;
 };
 
-// The identity as one line, stored in the session's file and compared when it is read.
+// The identity as one line, its fields separated by tabs, stored in the session's file and
+// compared when it is read.
 // Nullopt when a field holds a control character (no such host can be connected to).
 std::optional<std::string> identity_text(const TlsSessionIdentity& identity);
 

@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <cctype>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <fcntl.h>
@@ -48,6 +49,18 @@ bool is_ip_address(const std::string& host) {
   throw TlsError(TlsError::Kind::other, message);
 }
 
+// What the server's certificate is verified against without a CA file, for the identity of
+// a session: OpenSSL's CA file and directory ($SSL_CERT_FILE, $SSL_CERT_DIR, else its own),
+// with their stamps, so that a session is not offered once the system's CAs have changed.
+std::string system_trust_stamp() {
+  const char* file = std::getenv(openssl().X509_get_default_cert_file_env());
+  const char* directory = std::getenv(openssl().X509_get_default_cert_dir_env());
+  std::string file_path = file ? file : openssl().X509_get_default_cert_file();
+  std::string directory_path = directory ? directory : openssl().X509_get_default_cert_dir();
+  return fmt::format("system:{}:{}:{}:{}", file_path, file_stamp(file_path), directory_path,
+                     file_stamp(directory_path));
+}
+
 // The index of the TlsStream in its SSL's extra data (as SSL_set_app_data).
 constexpr int k_stream_index = 0;
 
@@ -63,13 +76,28 @@ TlsStream::TlsStream(const std::string& host, int port, const TlsFiles& files, c
     }
     openssl().SSL_CTX_ctrl(m_context, SSL_CTRL_SET_MIN_PROTO_VERSION, TLS1_2_VERSION, nullptr);
     openssl().SSL_CTX_set_verify(m_context, SSL_VERIFY_PEER, nullptr);
-    if (!files.ca_file.empty()) {
-      if (openssl().SSL_CTX_load_verify_locations(m_context, files.ca_file.c_str(), nullptr) != 1) {
-        fail(fmt::format("cannot read the CA file \"{}\" ({}): {}", files.ca_file,
-                         files.ca_given_by, openssl_reason("not a PEM certificate")));
-      }
-    } else if (openssl().SSL_CTX_set_default_verify_paths(m_context) != 1) {
-      fail("cannot read the system's CA certificates: " + openssl_reason("unknown error"));
+    bool address = is_ip_address(host);
+    if (!files.session_directory.empty()) {
+      m_session_cache = std::make_unique<TlsSessionCache>(
+          files.session_directory, files.session_home,
+          TlsSessionIdentity{host, port, address ? "" : host,
+                             files.ca_file.empty() ? system_trust_stamp()
+                                                   : file_stamp(files.ca_file),
+                             file_stamp(files.cert_file), file_stamp(files.key_file)});
+      // The sessions are kept in the cache's file, not in this process's memory.
+      openssl().SSL_CTX_ctrl(m_context, SSL_CTRL_SET_SESS_CACHE_MODE,
+                             SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE, nullptr);
+      openssl().SSL_CTX_sess_set_new_cb(m_context, &TlsStream::on_new_session);
+      m_offered_session = cached_session();
+    }
+    if (m_offered_session) {
+      // A resumed handshake verifies no certificate: the CAs (the system's are some hundred
+      // certificates to parse) are read only if the server makes it a full one.
+      m_ca_file = files.ca_file;
+      m_ca_given_by = files.ca_given_by;
+      openssl().SSL_CTX_set_cert_verify_callback(m_context, &TlsStream::verify_deferred, this);
+    } else {
+      load_trust(files.ca_file, files.ca_given_by);
     }
     m_client_certificate = !files.cert_file.empty();
     if (m_client_certificate) {
@@ -84,18 +112,6 @@ TlsStream::TlsStream(const std::string& host, int port, const TlsFiles& files, c
                          files.key_file.empty() ? files.cert_given_by : files.key_given_by,
                          openssl_reason("not the certificate's PEM key")));
       }
-    }
-
-    bool address = is_ip_address(host);
-    if (!files.session_directory.empty()) {
-      m_session_cache = std::make_unique<TlsSessionCache>(
-          files.session_directory, files.session_home,
-          TlsSessionIdentity{host, port, address ? "" : host, file_stamp(files.ca_file),
-                             file_stamp(files.cert_file), file_stamp(files.key_file)});
-      // The sessions are kept in the cache's file, not in this process's memory.
-      openssl().SSL_CTX_ctrl(m_context, SSL_CTRL_SET_SESS_CACHE_MODE,
-                             SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE, nullptr);
-      openssl().SSL_CTX_sess_set_new_cb(m_context, &TlsStream::on_new_session);
     }
 
     connect_tcp(host, port, deadline);
@@ -113,8 +129,8 @@ TlsStream::TlsStream(const std::string& host, int port, const TlsFiles& files, c
                          const_cast<char*>(host.c_str()));
       openssl().SSL_set1_host(m_ssl, host.c_str());
     }
-    if (m_session_cache) {
-      offer_cached_session();
+    if (m_offered_session) {
+      openssl().SSL_set_session(m_ssl, m_offered_session);
     }
     for (;;) {
       openssl().ERR_clear_error();
@@ -132,6 +148,9 @@ TlsStream::TlsStream(const std::string& host, int port, const TlsFiles& files, c
       if (error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE) {
         await(error == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline, "connect");
         continue;
+      }
+      if (!m_deferred_error.empty()) {
+        fail(m_deferred_error);
       }
       if (long verify = openssl().SSL_get_verify_result(m_ssl); verify != X509_V_OK) {
         fail_verify(verify, files);
@@ -163,19 +182,43 @@ void TlsStream::fail_verify(long verify, const TlsFiles& files) const {
                        : fmt::format("checked against {} ({})", files.ca_file, files.ca_given_by)));
 }
 
-void TlsStream::offer_cached_session() {
+void TlsStream::load_trust(const std::string& ca_file, const std::string& ca_given_by) {
+  if (!ca_file.empty()) {
+    if (openssl().SSL_CTX_load_verify_locations(m_context, ca_file.c_str(), nullptr) != 1) {
+      fail(fmt::format("cannot read the CA file \"{}\" ({}): {}", ca_file, ca_given_by,
+                       openssl_reason("not a PEM certificate")));
+    }
+  } else if (openssl().SSL_CTX_set_default_verify_paths(m_context) != 1) {
+    fail("cannot read the system's CA certificates: " + openssl_reason("unknown error"));
+  }
+}
+
+int TlsStream::verify_deferred(x509_store_ctx_st* store, void* stream_pointer) {
+  auto* stream = static_cast<TlsStream*>(stream_pointer);
+  try {
+    stream->load_trust(stream->m_ca_file, stream->m_ca_given_by);
+  } catch (const TlsError& error) {
+    // No exception may cross OpenSSL: the handshake fails, and the constructor says why.
+    stream->m_deferred_error = error.what();
+    return 0;
+  }
+  // The store context was made from the store just filled: it finds the CAs in it.
+  return openssl().X509_verify_cert(store);
+}
+
+ssl_session_st* TlsStream::cached_session() {
   std::optional<std::string> cached = m_session_cache->load();
   if (!cached) {
-    return;
+    return nullptr;
   }
   const auto* bytes = reinterpret_cast<const unsigned char*>(cached->data());
   const unsigned char* end = bytes + cached->size();
   SSL_SESSION* session =
       openssl().d2i_SSL_SESSION(nullptr, &bytes, static_cast<long>(cached->size()));
+  openssl().ERR_clear_error();
   if (!session) {
     // A corrupt file: a full handshake, as without one.
-    openssl().ERR_clear_error();
-    return;
+    return nullptr;
   }
   long made = openssl().SSL_SESSION_get_time(session);
   long lifetime = openssl().SSL_SESSION_get_timeout(session);
@@ -185,10 +228,10 @@ void TlsStream::offer_cached_session() {
   if (bytes == end && openssl().SSL_SESSION_is_resumable(session) == 1 &&
       openssl().SSL_SESSION_get0_peer(session) != nullptr && made > 0 && lifetime > 0 &&
       std::time(nullptr) < made + lifetime) {
-    openssl().SSL_set_session(m_ssl, session);
+    return session;
   }
   openssl().SSL_SESSION_free(session);
-  openssl().ERR_clear_error();
+  return nullptr;
 }
 
 int TlsStream::on_new_session(ssl_st* ssl, ssl_session_st* session) {
@@ -220,6 +263,10 @@ void TlsStream::save_new_session() {
 }
 
 void TlsStream::release() {
+  if (m_offered_session) {
+    openssl().SSL_SESSION_free(m_offered_session);
+    m_offered_session = nullptr;
+  }
   if (m_new_session) {
     openssl().SSL_SESSION_free(m_new_session);
     m_new_session = nullptr;

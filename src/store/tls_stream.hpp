@@ -12,6 +12,7 @@
 struct ssl_st;
 struct ssl_ctx_st;
 struct ssl_session_st;
+struct x509_store_ctx_st;
 
 namespace ratelimit::store {
 
@@ -57,8 +58,13 @@ public:
 
 private:
   void release();
-  // Offers the cached session, if there is one to use.
-  void offer_cached_session();
+  // Loads the CAs to verify the server's certificate against: `ca_file`, else the system's.
+  void load_trust(const std::string& ca_file, const std::string& ca_given_by);
+  // OpenSSL's callback to verify the server's certificate when the CAs were not loaded (a
+  // session was offered) and the handshake is a full one: loads them, then verifies.
+  static int verify_deferred(x509_store_ctx_st* store, void* stream);
+  // The cached session, if there is one to offer (a new reference), else null.
+  ssl_session_st* cached_session();
   // Saves the session the server last gave, if it gave one since the last save.
   void save_new_session();
   // OpenSSL's callback for a new session (a TLS 1.3 ticket): keeps it for save_new_session.
@@ -80,6 +86,12 @@ private:
   bool m_answered = false; // whether the server has sent anything since the handshake
   std::unique_ptr<TlsSessionCache> m_session_cache; // null: sessions not kept
   ssl_session_st* m_new_session = nullptr;          // given by the server, not saved yet
+  ssl_session_st* m_offered_session = nullptr;      // from the cache, offered to the server
+  // With a session offered: the CA file to load if the handshake is a full one (empty: the
+  // system's CAs), where it was named, and why loading it failed.
+  std::string m_ca_file;
+  std::string m_ca_given_by;
+  std::string m_deferred_error;
 };
 
 } // namespace ratelimit::store

@@ -98,11 +98,12 @@ handshakes_so_far() {
   wc -l <"$WORK_ROOT/handshakes.log"
 }
 
-# Decides once through the terminator (the plain server's password, the CA that signed it),
-# the sessions kept under $TEST_DIR/state; more options before the command in "$@".
+# Decides once through the terminator (the plain server's password, the CA that signed it
+# unless $CA names another, or is empty for the system's), the sessions kept under
+# $TEST_DIR/state; more options before the command in "$@".
 decide_via_terminator() {
   XDG_STATE_HOME=$TEST_DIR/state RATELIMIT_STORE_PASSWORD='s3cret pass' \
-    RATELIMIT_STORE_CA=${CA:-$CERTS/ca.crt} \
+    RATELIMIT_STORE_CA=${CA-$CERTS/ca.crt} \
     rl --store "rediss://${HOST:-127.0.0.1}:$TERMINATOR_PORT" "$@" try "resume-$TEST_DIR" -r 1000/s
 }
 
@@ -231,6 +232,60 @@ test_a_tls_session_is_offered_to_its_own_identity_only() {
   expect_status 0 decide_via_terminator --store-cert "$CERTS/client.crt" \
     --store-key "$CERTS/client.key"
   expect_eq "resumed resumed" "$(handshakes_since "$before")" "the handshakes"
+}
+
+# Without --store-ca, the system's CAs (OpenSSL's $SSL_CERT_FILE here) are the identity's:
+# once they no longer hold the server's CA, the session is not offered.
+test_a_session_verified_by_the_system_cas_is_offered_while_they_hold_its_ca() {
+  local before
+  cat "$CERTS/ca.crt" "$CERTS/other-ca.crt" >system-cas.pem
+  before=$(handshakes_so_far)
+  SSL_CERT_FILE=$TEST_DIR/system-cas.pem CA= expect_status 0 decide_via_terminator
+  SSL_CERT_FILE=$TEST_DIR/system-cas.pem CA= expect_status 0 decide_via_terminator
+  cp "$CERTS/other-ca.crt" system-cas.pem
+  SSL_CERT_FILE=$TEST_DIR/system-cas.pem CA= expect_status 3 decide_via_terminator
+  expect_contains "$ERR" "does not verify: "
+  expect_contains "$ERR" "(checked against the system's CAs; --store-ca names another CA)"
+  expect_eq "full resumed failed" "$(handshakes_since "$before")" "the handshakes"
+}
+
+# start_terminator NAME CERT [PORT]: another terminator, its port in $PORT, its log NAME.log.
+start_terminator() {
+  /usr/bin/python3 "$SUITE_DIR/tls_terminator.py" --cert "$2" --key "$CERTS/server.key" \
+    --backend-port "$PLAIN_PORT" --port "${3:-0}" --port-file "$1.port" --log "$1.log" &
+  echo $! >"$1.pid"
+  wait_for_file "$1.port"
+  PORT=$(cat "$1.port" 2>/dev/null)
+  [ -n "$PORT" ] || fail "the terminator $1 did not start"
+}
+stop_terminator() {
+  kill "$(cat "$1.pid")" 2>/dev/null
+  wait "$(cat "$1.pid")" 2>/dev/null
+}
+
+# A server that no longer knows the session offered makes a full handshake: then the server's
+# certificate is verified, though the CAs were not loaded for a resumed one.
+test_a_session_the_server_refuses_leaves_a_verified_full_handshake() {
+  local port
+  start_terminator first "$CERTS/server.crt"
+  port=$PORT
+  [ -n "$port" ] || return
+  # This test's own terminators (each test runs in a subshell).
+  TERMINATOR_PORT=$port
+  expect_status 0 decide_via_terminator
+  stop_terminator first
+  # On the same port, with new session keys: one whose certificate names localhost only.
+  start_terminator second "$CERTS/named.crt" "$port"
+  expect_status 3 decide_via_terminator
+  expect_contains "$ERR" "the server's certificate does not verify: IP address mismatch"
+  expect_eq "failed" "$(paste -sd ' ' second.log)" "the handshakes"
+  stop_terminator second
+  # And one whose certificate verifies.
+  start_terminator third "$CERTS/server.crt" "$port"
+  expect_status 0 decide_via_terminator
+  expect_status 0 decide_via_terminator
+  expect_eq "full resumed" "$(paste -sd ' ' third.log)" "the handshakes"
+  stop_terminator third
 }
 
 test_tls_sessions_are_not_kept_with_the_cache_off() {

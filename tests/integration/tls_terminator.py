@@ -8,7 +8,7 @@ line, `resumed` when the client resumed a session, `full` when it made a full ha
 `failed` when the handshake failed (the client refused the certificate, say). The line is
 written before any byte is carried, so before the client's first reply.
 
-The chosen port is written to --port-file once it listens. It stops on SIGTERM, or by
+The port (--port, else a free one) is written to --port-file once it listens. It stops on SIGTERM, or by
 itself after --lifetime seconds.
 """
 
@@ -44,6 +44,7 @@ def main():
     parser.add_argument("--cert", required=True)
     parser.add_argument("--key", required=True)
     parser.add_argument("--backend-port", type=int, required=True)
+    parser.add_argument("--port", type=int, default=0, help="default: a free one")
     parser.add_argument("--port-file", required=True)
     parser.add_argument("--log", required=True)
     parser.add_argument("--lifetime", type=float, default=300.0)
@@ -73,7 +74,7 @@ def main():
 
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind(("127.0.0.1", 0))
+    listener.bind(("127.0.0.1", args.port))
     listener.listen(64)
     signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
     signal.signal(signal.SIGALRM, lambda *_: os._exit(0))

@@ -75,9 +75,11 @@ TEST_CASE("store::session_file_name names the host and port, and hashes the whol
 
 TEST_CASE("store::identity_text holds every field, and refuses control characters") {
   CHECK(store::identity_text(identity()) ==
-        "port=6380 ca=1:2:300:4 cert=- key=- host=redis.example.com sni=redis.example.com");
+        "port=6380\tca=1:2:300:4\tcert=-\tkey=-\thost=redis.example.com\tsni=redis.example.com");
   TlsSessionIdentity odd = identity();
   odd.host = "a\nb";
+  CHECK_FALSE(store::identity_text(odd));
+  odd.host = "a\tsni=b";
   CHECK_FALSE(store::identity_text(odd));
 }
 
