@@ -222,6 +222,12 @@ ssl_session_st* TlsStream::cached_session() {
   }
   long made = openssl().SSL_SESSION_get_time(session);
   long lifetime = openssl().SSL_SESSION_get_timeout(session);
+  // A TLS 1.3 ticket lives as long as the server said (Redis: tls-session-cache-timeout),
+  // which may be less than the session's own timeout; OpenSSL would not send it after.
+  if (unsigned long hint = openssl().SSL_SESSION_get_ticket_lifetime_hint(session);
+      hint > 0 && hint < static_cast<unsigned long>(lifetime)) {
+    lifetime = static_cast<long>(hint);
+  }
   // Expired, or made without a server's certificate: not offered. A session the server no
   // longer knows is refused by it, and the handshake is then a full one, in the same round
   // trips.
