@@ -97,6 +97,15 @@ handshakes_since() {
 handshakes_so_far() {
   wc -l <"$WORK_ROOT/handshakes.log"
 }
+# await_lines FILE COUNT: waits (up to 5 s) until FILE has COUNT lines: the terminator logs a
+# failed handshake when it sees the client's alert, which may be after the client has exited.
+await_lines() {
+  local tries=0
+  while [ "$(wc -l <"$1")" -lt "$2" ] && [ $tries -lt 100 ]; do
+    sleep 0.05
+    tries=$((tries + 1))
+  done
+}
 
 # Decides once through the terminator (the plain server's password, the CA that signed it
 # unless $CA names another, or is empty for the system's), the sessions kept under
@@ -217,9 +226,11 @@ test_a_tls_session_is_offered_to_its_own_identity_only() {
   CA=$TEST_DIR/my-ca.pem expect_status 3 decide_via_terminator
   expect_one_line
   expect_contains "$ERR" "the server's certificate does not verify: "
+  await_lines "$WORK_ROOT/handshakes.log" $((before + 2))
   # Another CA file, another name, a client certificate: full handshakes.
   CA=$CERTS/other-ca.crt expect_status 3 decide_via_terminator
   expect_contains "$ERR" "does not verify"
+  await_lines "$WORK_ROOT/handshakes.log" $((before + 3))
   HOST=localhost expect_status 0 decide_via_terminator
   expect_status 0 decide_via_terminator --store-cert "$CERTS/client.crt" \
     --store-key "$CERTS/client.key"
@@ -246,6 +257,7 @@ test_a_session_verified_by_the_system_cas_is_offered_while_they_hold_its_ca() {
   SSL_CERT_FILE=$TEST_DIR/system-cas.pem CA= expect_status 3 decide_via_terminator
   expect_contains "$ERR" "does not verify: "
   expect_contains "$ERR" "(checked against the system's CAs; --store-ca names another CA)"
+  await_lines "$WORK_ROOT/handshakes.log" $((before + 3))
   expect_eq "full resumed failed" "$(handshakes_since "$before")" "the handshakes"
 }
 
@@ -278,6 +290,7 @@ test_a_session_the_server_refuses_leaves_a_verified_full_handshake() {
   start_terminator second "$CERTS/named.crt" "$port"
   expect_status 3 decide_via_terminator
   expect_contains "$ERR" "the server's certificate does not verify: IP address mismatch"
+  await_lines second.log 1
   expect_eq "failed" "$(paste -sd ' ' second.log)" "the handshakes"
   stop_terminator second
   # And one whose certificate verifies.
