@@ -9,6 +9,9 @@
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <fmt/format.h>
+#include <optional>
+#include <string_view>
+#include <utility>
 
 namespace ratelimit::cli {
 
@@ -83,6 +86,19 @@ void add_global_options(CLI::App& app, GlobalOptions& options) {
 
 namespace {
 
+// Our state directory, $XDG_STATE_HOME/ratelimit, else ~/.local/state/ratelimit, with the
+// home directory it is in in the second case; nullopt when HOME is not set.
+std::optional<std::pair<std::string, std::string>> state_directory() {
+  if (const char* state = std::getenv("XDG_STATE_HOME"); state && *state == '/') {
+    return std::pair{std::string(state) + "/ratelimit", std::string()};
+  }
+  const char* home = std::getenv("HOME");
+  if (!home || !*home) {
+    return std::nullopt;
+  }
+  return std::pair{std::string(home) + "/.local/state/ratelimit", std::string(home)};
+}
+
 store::DatabaseLocation locate_database(const GlobalOptions& options) {
   if (!options.db.empty()) {
     return {options.db, "", ""};
@@ -90,17 +106,32 @@ store::DatabaseLocation locate_database(const GlobalOptions& options) {
   if (const char* env = std::getenv("RATELIMIT_DB"); env && *env) {
     return {env, "", ""};
   }
-  if (const char* state = std::getenv("XDG_STATE_HOME"); state && *state == '/') {
-    std::string directory = std::string(state) + "/ratelimit";
-    return {directory + "/ratelimit.db", directory, ""};
-  }
-  const char* home = std::getenv("HOME");
-  if (!home || !*home) {
+  auto state = state_directory();
+  if (!state) {
     throw UsageError("cannot find the database: HOME is not set; give --db PATH or set "
                      "RATELIMIT_DB");
   }
-  std::string directory = std::string(home) + "/.local/state/ratelimit";
+  auto [directory, home] = *state;
   return {directory + "/ratelimit.db", directory, home};
+}
+
+// Where TLS sessions are kept: tls-sessions/ in the state directory, unless
+// RATELIMIT_TLS_SESSION_CACHE is off (or no directory is known).
+void locate_session_cache(store::TlsFiles& files) {
+  const char* setting = std::getenv("RATELIMIT_TLS_SESSION_CACHE");
+  std::string_view value = setting ? setting : "";
+  if (value == "off") {
+    return;
+  }
+  if (!value.empty() && value != "on") {
+    throw UsageError(fmt::format("invalid RATELIMIT_TLS_SESSION_CACHE \"{}\": expected "
+                                 "on or off",
+                                 value.substr(0, 64)));
+  }
+  if (auto state = state_directory()) {
+    files.session_directory = state->first + "/tls-sessions";
+    files.session_home = state->second;
+  }
 }
 
 std::unique_ptr<store::Store> open_store_as(const GlobalOptions& options, store::Creation creation);
@@ -206,6 +237,7 @@ store::TlsFiles tls_files(const GlobalOptions& options) {
     throw UsageError("--store-key names the key of a client certificate, but no --store-cert "
                      "(or RATELIMIT_STORE_CERT) names the certificate");
   }
+  locate_session_cache(files);
   return files;
 }
 

@@ -71,8 +71,11 @@ core::Nanos store_timeout(const GlobalOptions& options);
 // The TLS files of a rediss:// store: each option (--store-ca, --store-cert, --store-key),
 // else its variable (RATELIMIT_STORE_CA, _CERT, _KEY), else, when neither the command line
 // nor the environment names the store, the configuration's [store] ca, cert, key. A key from
-// the configuration only goes with the certificate from there. Throws UsageError for a key
-// without a certificate, or a configuration file that cannot be read.
+// the configuration only goes with the certificate from there. Also where TLS sessions are
+// kept between processes: tls-sessions/ in the state directory ($XDG_STATE_HOME/ratelimit,
+// else ~/.local/state/ratelimit), unless $RATELIMIT_TLS_SESSION_CACHE is "off". Throws
+// UsageError for a key without a certificate, a configuration file that cannot be read, or a
+// value of that variable other than on and off.
 store::TlsFiles tls_files(const GlobalOptions& options);
 
 // The database path: --db, else $RATELIMIT_DB, else $XDG_STATE_HOME/ratelimit/ratelimit.db

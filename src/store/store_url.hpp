@@ -24,6 +24,10 @@ struct TlsFiles {
   std::string ca_given_by = "--store-ca";
   std::string cert_given_by = "--store-cert";
   std::string key_given_by = "--store-key";
+  // Where TLS sessions are kept for the next process to resume (see tls_session_cache.hpp);
+  // empty: they are not kept. `session_home`: the home directory it is in, never created.
+  std::string session_directory;
+  std::string session_home;
 };
 
 // A server's TCP address.

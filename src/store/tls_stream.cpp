@@ -1,6 +1,7 @@
 #include "store/tls_stream.hpp"
 
 #include "store/openssl_library.hpp"
+#include "store/tls_session_cache.hpp"
 #include "util/clock.hpp"
 
 #include <arpa/inet.h>
@@ -58,13 +59,28 @@ TlsStream::TlsStream(const std::string& host, int port, const TlsFiles& files, c
     }
     openssl().SSL_CTX_ctrl(m_context, SSL_CTRL_SET_MIN_PROTO_VERSION, TLS1_2_VERSION, nullptr);
     openssl().SSL_CTX_set_verify(m_context, SSL_VERIFY_PEER, nullptr);
-    if (!files.ca_file.empty()) {
-      if (openssl().SSL_CTX_load_verify_locations(m_context, files.ca_file.c_str(), nullptr) != 1) {
-        fail(fmt::format("cannot read the CA file \"{}\" ({}): {}", files.ca_file,
-                         files.ca_given_by, openssl_reason("not a PEM certificate")));
-      }
-    } else if (openssl().SSL_CTX_set_default_verify_paths(m_context) != 1) {
-      fail("cannot read the system's CA certificates: " + openssl_reason("unknown error"));
+    bool address = is_ip_address(host);
+    if (!files.session_directory.empty()) {
+      m_session_cache = std::make_unique<TlsSessionCache>(
+          files.session_directory, files.session_home,
+          TlsSessionIdentity{host, port, address ? "" : host,
+                             files.ca_file.empty() ? system_trust_stamp()
+                                                   : file_stamp(files.ca_file),
+                             file_stamp(files.cert_file), file_stamp(files.key_file)});
+      // The sessions are kept in the cache's file, not in this process's memory.
+      openssl().SSL_CTX_ctrl(m_context, SSL_CTRL_SET_SESS_CACHE_MODE,
+                             SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE, nullptr);
+      openssl().SSL_CTX_sess_set_new_cb(m_context, &TlsStream::on_new_session);
+      m_offered_session = cached_session();
+    }
+    if (m_offered_session) {
+      // A resumed handshake verifies no certificate: the CAs (the system's are some hundred
+      // certificates to parse) are read only if the server makes it a full one.
+      m_ca_file = files.ca_file;
+      m_ca_given_by = files.ca_given_by;
+      openssl().SSL_CTX_set_cert_verify_callback(m_context, &TlsStream::verify_deferred, this);
+    } else {
+      load_trust(files.ca_file, files.ca_given_by);
     }
     m_client_certificate = !files.cert_file.empty();
     if (m_client_certificate) {
@@ -84,21 +100,31 @@ TlsStream::TlsStream(const std::string& host, int port, const TlsFiles& files, c
     connect_tcp(host, port, deadline);
 
     m_ssl = openssl().SSL_new(m_context);
-    if (!m_ssl || openssl().SSL_set_fd(m_ssl, m_fd) != 1) {
+    if (!m_ssl || openssl().SSL_set_fd(m_ssl, m_fd) != 1 ||
+        openssl().SSL_set_ex_data(m_ssl, k_stream_index, this) != 1) {
       fail("cannot set up TLS: " + openssl_reason("out of memory"));
     }
     // The name the certificate must carry, and SNI (which takes host names, not addresses).
-    if (is_ip_address(host)) {
+    if (address) {
       openssl().X509_VERIFY_PARAM_set1_ip_asc(openssl().SSL_get0_param(m_ssl), host.c_str());
     } else {
       openssl().SSL_ctrl(m_ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
                          const_cast<char*>(host.c_str()));
       openssl().SSL_set1_host(m_ssl, host.c_str());
     }
+    if (m_offered_session) {
+      openssl().SSL_set_session(m_ssl, m_offered_session);
+    }
     for (;;) {
       openssl().ERR_clear_error();
       int result = openssl().SSL_connect(m_ssl);
       if (result == 1) {
+        // A resumed session carries the result of the verification made with it; only a
+        // session made here is saved, and only after its certificate verified.
+        if (long verify = openssl().SSL_get_verify_result(m_ssl);
+            openssl().SSL_session_reused(m_ssl) == 1 && verify != X509_V_OK) {
+          fail_verify(verify, files);
+        }
         break;
       }
       int error = openssl().SSL_get_error(m_ssl, result);
@@ -106,14 +132,11 @@ TlsStream::TlsStream(const std::string& host, int port, const TlsFiles& files, c
         await(error == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline, "connect");
         continue;
       }
-      long verify = openssl().SSL_get_verify_result(m_ssl);
-      if (verify != X509_V_OK) {
-        fail(fmt::format("the server's certificate does not verify: {} ({})",
-                         openssl().X509_verify_cert_error_string(verify),
-                         files.ca_file.empty() ? "checked against the system's CAs; --store-ca "
-                                                 "names another CA"
-                                               : fmt::format("checked against {} ({})",
-                                                             files.ca_file, files.ca_given_by)));
+      if (!m_deferred_error.empty()) {
+        fail(m_deferred_error);
+      }
+      if (long verify = openssl().SSL_get_verify_result(m_ssl); verify != X509_V_OK) {
+        fail_verify(verify, files);
       }
       std::string reason = openssl_reason("");
       if (reason.empty()) {
@@ -134,7 +157,34 @@ TlsStream::~TlsStream() {
   release();
 }
 
+void TlsStream::fail_verify(long verify, const TlsFiles& files) const {
+  fail(fmt::format("the server's certificate does not verify: {} ({})",
+                   openssl().X509_verify_cert_error_string(verify),
+                   files.ca_file.empty()
+                       ? "checked against the system's CAs; --store-ca names another CA"
+                       : fmt::format("checked against {} ({})", files.ca_file, files.ca_given_by)));
+}
+
+void TlsStream::load_trust(const std::string& ca_file, const std::string& ca_given_by) {
+  if (!ca_file.empty()) {
+    if (openssl().SSL_CTX_load_verify_locations(m_context, ca_file.c_str(), nullptr) != 1) {
+      fail(fmt::format("cannot read the CA file \"{}\" ({}): {}", ca_file, ca_given_by,
+                       openssl_reason("not a PEM certificate")));
+    }
+  } else if (openssl().SSL_CTX_set_default_verify_paths(m_context) != 1) {
+    fail("cannot read the system's CA certificates: " + openssl_reason("unknown error"));
+  }
+}
+
 void TlsStream::release() {
+  if (m_offered_session) {
+    openssl().SSL_SESSION_free(m_offered_session);
+    m_offered_session = nullptr;
+  }
+  if (m_new_session) {
+    openssl().SSL_SESSION_free(m_new_session);
+    m_new_session = nullptr;
+  }
   if (m_ssl) {
     openssl().SSL_free(m_ssl);
     m_ssl = nullptr;
@@ -247,6 +297,10 @@ std::size_t TlsStream::read(char* buffer, std::size_t size) {
     int result = openssl().SSL_read(m_ssl, buffer, static_cast<int>(size));
     if (result > 0) {
       m_answered = true;
+      // The tickets of TLS 1.3 come before the first reply: saved once it is here.
+      if (m_new_session) {
+        save_new_session();
+      }
       return static_cast<std::size_t>(result);
     }
     int error = openssl().SSL_get_error(m_ssl, result);

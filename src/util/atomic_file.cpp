@@ -8,16 +8,19 @@
 
 namespace ratelimit::util {
 
-int replace_file(const std::string& path, std::string_view content) {
+int replace_file(const std::string& path, std::string_view content, ReplaceOptions options) {
   std::string scratch = path + "." + std::to_string(::getpid()) + ".tmp";
-  int fd = ::open(scratch.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+  // One left by a process of the same PID that died: made anew, so that it has our mode.
+  ::unlink(scratch.c_str());
+  int fd = ::open(scratch.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+                  static_cast<mode_t>(options.mode));
   if (fd < 0) {
     return errno;
   }
   int error = 0;
   if (write_all(fd, content) != WriteResult::written) {
     error = errno != 0 ? errno : EIO;
-  } else if (::fsync(fd) != 0) {
+  } else if (options.durable && ::fsync(fd) != 0) {
     // Without it a crash soon after the rename could leave an empty file in place of the
     // old one.
     error = errno;

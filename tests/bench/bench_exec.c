@@ -2,7 +2,7 @@
  *
  *   bench_exec -n COUNT -- COMMAND [ARG...]
  *       runs COMMAND COUNT times in sequence; prints one line per run:
- *       "<nanoseconds> <exit status>"
+ *       "<nanoseconds> <exit status> <CPU nanoseconds, user and system>"
  *   bench_exec -p PROCS -s SECONDS -- COMMAND [ARG...]
  *       PROCS loops run COMMAND back to back for SECONDS; prints one line per run.
  *
@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -24,7 +25,8 @@ static int64_t now_ns(void) {
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static int run_once(char **argv, int devnull) {
+/* Runs `argv` once; its CPU time (user and system) in `cpu_ns`. */
+static int run_once(char **argv, int devnull, int64_t *cpu_ns) {
   pid_t pid = fork();
   if (pid == 0) {
     dup2(devnull, 1);
@@ -33,13 +35,18 @@ static int run_once(char **argv, int devnull) {
     _exit(127);
   }
   int status = 0;
-  waitpid(pid, &status, 0);
+  struct rusage usage;
+  memset(&usage, 0, sizeof usage);
+  wait4(pid, &status, 0, &usage);
+  *cpu_ns = ((int64_t)usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1000000000 +
+            ((int64_t)usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) * 1000;
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 struct sample {
   int64_t ns;
   int status;
+  int64_t cpu_ns;
 };
 
 /* One loop: runs until `deadline` (or `count` runs), writing samples to `out`. */
@@ -48,7 +55,7 @@ static size_t loop(char **argv, long count, int64_t deadline, struct sample *out
   size_t n = 0;
   while (n < cap && (count > 0 ? (long)n < count : now_ns() < deadline)) {
     int64_t start = now_ns();
-    int status = run_once(argv, devnull);
+    int status = run_once(argv, devnull, &out[n].cpu_ns);
     out[n].ns = now_ns() - start;
     out[n].status = status;
     ++n;
@@ -81,7 +88,8 @@ int main(int argc, char **argv) {
     struct sample *samples = calloc(cap, sizeof *samples);
     size_t n = loop(command, count, deadline, samples, cap);
     for (size_t k = 0; k < n; ++k) {
-      printf("%lld %d\n", (long long)samples[k].ns, samples[k].status);
+      printf("%lld %d %lld\n", (long long)samples[k].ns, samples[k].status,
+             (long long)samples[k].cpu_ns);
     }
     return 0;
   }
@@ -97,7 +105,8 @@ int main(int argc, char **argv) {
       size_t n = loop(command, 0, deadline, samples, cap);
       FILE *out = fdopen(fds[p][1], "w");
       for (size_t k = 0; k < n; ++k) {
-        fprintf(out, "%lld %d\n", (long long)samples[k].ns, samples[k].status);
+        fprintf(out, "%lld %d %lld\n", (long long)samples[k].ns, samples[k].status,
+                (long long)samples[k].cpu_ns);
       }
       fclose(out);
       _exit(0);

@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
-# Benchmark of Redis over TLS (not a test): one `try` per process, cold (each process makes
-# its own TCP connection and TLS handshake; no session resumption across processes), over
-# rediss:// against redis:// to the same server. Starts its own redis-server on 127.0.0.1
-# with a plain and a TLS port, its certificate signed by a CA made here (EC P-256).
-#   tests/bench/tls_bench.sh [path/to/ratelimit] [calls per measurement, default 300]
+# Benchmark of Redis over TLS (not a test): one `try` per process, each with its own TCP
+# connection, over redis:// (plain TCP), over rediss:// cold (RATELIMIT_TLS_SESSION_CACHE=off:
+# a full TLS 1.3 handshake each time) and over rediss:// resuming the session the previous
+# process kept in the state directory (here $work/state), all to the same server; over
+# rediss:// with the CA given (--store-ca) and with the CA among the system's. Starts its own
+# redis-server on 127.0.0.1 with a plain and a TLS port, its certificate signed by a CA made
+# here (EC P-256).
+# Prints the median and 99th percentile of the wall time of a call, the mean CPU time (user
+# and system) of the ratelimit process, and the server's mean CPU time per call.
+#   tests/bench/tls_bench.sh [path/to/ratelimit] [N, default 300: 3 N calls of each kind]
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 ratelimit=$(realpath "${1:-build/ratelimit}")
@@ -21,25 +26,83 @@ ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
 ) >"$work/openssl.log" 2>&1
 
 bench_redis tls
-export RATELIMIT_STORE_CA=$work/ca.crt
+export XDG_STATE_HOME=$work/state
+# As a managed Redis service is reached: its CA among the system's, which OpenSSL reads from
+# its CA file ($SSL_CERT_FILE, else Debian's /etc/ssl/certs/ca-certificates.crt).
+cat /etc/ssl/certs/ca-certificates.crt "$work/ca.crt" >"$work/system-cas.pem"
+cc -O2 -o "$work/bench_exec" "$(dirname "$0")/bench_exec.c"
 
-decide_plain() { "$ratelimit" --store "redis://127.0.0.1:$port" try bench -r 1000000000/s; }
-decide_tls() { "$ratelimit" --store "rediss://127.0.0.1:$tls_port" try bench -r 1000000000/s; }
+# The CPU time redis-server has used (user and system), in microseconds.
+server_cpu() {
+  redis-cli -p "$port" info cpu | tr -d '\r' |
+    awk -F: '/^used_cpu_(user|sys):/ { t += $2 } END { printf "%d\n", t * 1e6 }'
+}
 
-measure decide_tls "$work/warmup" # loads the script, warms the page cache
-# Interleaved rounds, so that a change in the machine's load falls on both alike.
-: >"$work/plain"
-: >"$work/tls"
-for round in 1 2 3; do
-  measure decide_plain "$work/round"
-  cat "$work/round" >>"$work/plain"
-  measure decide_tls "$work/round"
-  cat "$work/round" >>"$work/tls"
+# decide KIND COUNT: COUNT calls over redis:// (plain), over rediss:// with the session cache
+# off (cold) or on (resumed), the CA given with --store-ca or among the system's (system-cold,
+# system-resumed); one line each, "WALL_NS STATUS CPU_NS", appended to $work/KIND, and the
+# server's CPU time for them, in microseconds, to $work/KIND.server.
+decide() {
+  local url=rediss://127.0.0.1:$tls_port setting=on ca=$work/ca.crt before
+  case $1 in
+    plain) url=redis://127.0.0.1:$port ;;
+    cold) setting=off ;;
+    system-cold) setting=off ca= ;;
+    system-resumed) ca= ;;
+  esac
+  before=$(server_cpu)
+  RATELIMIT_TLS_SESSION_CACHE=$setting RATELIMIT_STORE_CA=$ca SSL_CERT_FILE=$work/system-cas.pem \
+    "$work/bench_exec" -n "$2" -- "$ratelimit" --store "$url" try bench -r 1000000000/s \
+    >>"$work/$1"
+  echo "$(($(server_cpu) - before)) $2" >>"$work/$1.server"
+}
+
+kinds=(plain cold resumed system-cold system-resumed)
+# Loads the script, warms the page cache, keeps the sessions.
+decide resumed 20
+decide system-resumed 5
+for kind in "${kinds[@]}"; do
+  : >"$work/$kind"
+  : >"$work/$kind.server"
 done
-plain=$(percentile "$work/plain" 50)
-tls=$(percentile "$work/tls" 50)
-printf '%-36s %8s %8s\n' "try, one process each ($((3 * calls)) calls)" "median" "p99"
-printf '%-36s %6s ms %6s ms\n' "redis:// (TCP)" "$plain" "$(percentile "$work/plain" 99)"
-printf '%-36s %6s ms %6s ms\n' "rediss:// (TLS 1.3, P-256, cold)" "$tls" \
-  "$(percentile "$work/tls" 99)"
-awk -v a="$tls" -v b="$plain" 'BEGIN { printf "rediss:// / redis:// (median)       %8.2fx\n", a / b }'
+# Ten calls of each in turn, their order rotated, so that a change in the machine's load falls
+# on all alike.
+for ((i = 0; i < 3 * calls / 10; i++)); do
+  for ((j = 0; j < ${#kinds[@]}; j++)); do
+    decide "${kinds[(i + j) % ${#kinds[@]}]}" 10
+  done
+done
+if awk '$2 != 0 {bad = 1} END {exit !bad}' "${kinds[@]/#/$work/}"; then
+  echo "some calls failed" >&2
+  exit 1
+fi
+
+# stats KIND: the median and 99th percentile of the wall time and the mean CPU time, in ms.
+stats() {
+  sort -n "$work/$1" | awk '{ wall[NR] = $1; cpu += $3 } END {
+    printf "%.2f %.2f %.2f\n", wall[int((NR + 1) / 2)] / 1e6, wall[int((NR * 99 + 99) / 100)] / 1e6,
+      cpu / NR / 1e6 }'
+}
+# server_stats KIND: the server's mean CPU time per call, in ms.
+server_stats() {
+  awk '{ t += $1; n += $2 } END { printf "%.3f\n", t / n / 1e3 }' "$work/$1.server"
+}
+read -r plain_median _ plain_cpu < <(stats plain)
+plain_server=$(server_stats plain)
+echo "try, one process each ($(wc -l <"$work/plain") calls each; wall: median, p99; CPU: mean)"
+printf '%-34s %9s %9s %6s %9s %6s %9s %6s\n' "" "wall" "p99" "/ TCP" "CPU" "/ TCP" \
+  "server" "/ TCP"
+for kind in "${kinds[@]}"; do
+  case $kind in
+    plain) name="redis:// (TCP)" ;;
+    cold) name="rediss:// --store-ca, cold" ;;
+    resumed) name="rediss:// --store-ca, resumed" ;;
+    system-cold) name="rediss:// system CAs, cold" ;;
+    system-resumed) name="rediss:// system CAs, resumed" ;;
+  esac
+  read -r median p99 cpu < <(stats "$kind")
+  awk -v n="$name" -v m="$median" -v p="$p99" -v c="$cpu" -v s="$(server_stats "$kind")" \
+    -v rm="$plain_median" -v rc="$plain_cpu" -v rs="$plain_server" 'BEGIN {
+      printf "%-34s %6.2f ms %6.2f ms %5.2fx %6.2f ms %5.2fx %6.3f ms %5.2fx\n",
+        n, m, p, m / rm, c, c / rc, s, s / rs }'
+done

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Redis as a fleet has it: over TLS (rediss://, a CA made here, a client certificate when the
-# server demands one), on a Unix socket, with the password outside argv
-# (RATELIMIT_STORE_PASSWORD), the TLS files from the configuration's [store]. Runs its own
-# redis-servers on loopback and stops them by PID.
+# server demands one, sessions resumed across processes), on a Unix socket, with the password
+# outside argv (RATELIMIT_STORE_PASSWORD), the TLS files from the configuration's [store].
+# Runs its own redis-servers on loopback, and a TLS terminator that tells resumed handshakes
+# from full ones (tls_terminator.py), and stops them by PID.
 . "$(dirname "$0")/lib.sh"
 
 if ! command -v redis-server >/dev/null || ! command -v openssl >/dev/null; then
@@ -19,7 +20,18 @@ SOCKET=$WORK_ROOT/redis.sock
 PLAIN_PORT=
 TLS_PORT=
 MTLS_PORT=
-trap stop_servers EXIT
+TERMINATOR_PID=
+TERMINATOR_PORT=
+# The TLS sessions of the suite's processes: not in the home directory of whoever runs it.
+export XDG_STATE_HOME=$WORK_ROOT/state
+stop_all() {
+  stop_servers
+  if [ -n "$TERMINATOR_PID" ]; then
+    kill "$TERMINATOR_PID" 2>/dev/null
+    wait "$TERMINATOR_PID" 2>/dev/null
+  fi
+}
+trap stop_all EXIT
 
 # A CA, a server certificate for localhost and 127.0.0.1, one for localhost only and a client
 # certificate signed by it, and another CA that signed nothing of ours. EC keys: made in milliseconds.
@@ -63,8 +75,58 @@ start_server mtls redis_log_says_ready --tls-port PORT \
   "${tls_arguments[@]/server.crt/named.crt}" \
   --tls-auth-clients yes
 MTLS_PORT=$PORT
+# TLS in front of the plain server, logging each handshake: resumed, full or failed.
+/usr/bin/python3 "$SUITE_DIR/tls_terminator.py" --cert "$CERTS/server.crt" \
+  --key "$CERTS/server.key" --backend-port "$PLAIN_PORT" --port-file "$WORK_ROOT/terminator.port" \
+  --log "$WORK_ROOT/handshakes.log" &
+TERMINATOR_PID=$!
+wait_for_file "$WORK_ROOT/terminator.port"
+TERMINATOR_PORT=$(cat "$WORK_ROOT/terminator.port" 2>/dev/null)
+if [ -z "$TERMINATOR_PORT" ]; then
+  echo "$SUITE_NAME: the TLS terminator did not start" >&2
+  exit 1
+fi
+echo "  terminator: pid $TERMINATOR_PID, port $TERMINATOR_PORT"
 unset RATELIMIT_STORE RATELIMIT_STORE_PASSWORD RATELIMIT_STORE_CA RATELIMIT_STORE_CERT \
-  RATELIMIT_STORE_KEY
+  RATELIMIT_STORE_KEY RATELIMIT_TLS_SESSION_CACHE
+
+# The handshakes the terminator logged after the first $1, on one line: "full resumed".
+handshakes_since() {
+  tail -n +"$(($1 + 1))" "$WORK_ROOT/handshakes.log" | paste -sd ' '
+}
+handshakes_so_far() {
+  wc -l <"$WORK_ROOT/handshakes.log"
+}
+# await_lines FILE COUNT: waits (up to 5 s) until FILE has COUNT lines: the terminator logs a
+# failed handshake when it sees the client's alert, which may be after the client has exited.
+await_lines() {
+  local tries=0
+  while [ "$(wc -l <"$1")" -lt "$2" ] && [ $tries -lt 100 ]; do
+    sleep 0.05
+    tries=$((tries + 1))
+  done
+}
+
+# Decides once through the terminator (the plain server's password, the CA that signed it
+# unless $CA names another, or is empty for the system's), the sessions kept under
+# $TEST_DIR/state; more options before the command in "$@".
+decide_via_terminator() {
+  XDG_STATE_HOME=$TEST_DIR/state RATELIMIT_STORE_PASSWORD='s3cret pass' \
+    RATELIMIT_STORE_CA=${CA-$CERTS/ca.crt} \
+    rl --store "rediss://${HOST:-127.0.0.1}:$TERMINATOR_PORT" "$@" try "resume-$TEST_DIR" -r 1000/s
+}
+
+# The only session file under $TEST_DIR/state, in $SESSION_FILE; a failure when there are
+# none or several.
+find_session_file() {
+  local files=("$TEST_DIR"/state/ratelimit/tls-sessions/*.tls)
+  SESSION_FILE=
+  if [ ${#files[@]} -ne 1 ] || [ ! -e "${files[0]}" ]; then
+    fail "expected one session file, found: ${files[*]}"
+    return 1
+  fi
+  SESSION_FILE=${files[0]}
+}
 
 test_tls_with_the_ca_given_verifies_and_decides() {
   local store=rediss://127.0.0.1:$TLS_PORT/0 key=tls-$RANDOM
@@ -76,6 +138,179 @@ test_tls_with_the_ca_given_verifies_and_decides() {
     try "$key" -r 2/min
   RATELIMIT_STORE_CA=$CERTS/ca.crt expect_status 0 rl --store "$store" --json status "$key"
   expect_contains "$OUT" "\"key\":\"$key\""
+}
+
+# The first process makes a full handshake and keeps the session, private, in the state
+# directory; the next ones resume it, each keeping the ticket the server gave it.
+test_a_second_process_resumes_the_tls_session() {
+  local before
+  before=$(handshakes_so_far)
+  expect_status 0 decide_via_terminator
+  find_session_file || return
+  expect_contains "$(basename "$SESSION_FILE")" "127.0.0.1-$TERMINATOR_PORT-"
+  expect_eq 600 "$(stat -c %a "$SESSION_FILE")" "the session file's mode"
+  expect_eq 700 "$(stat -c %a state/ratelimit/tls-sessions)" "its directory's mode"
+  expect_eq 700 "$(stat -c %a state/ratelimit)" "the state directory's mode"
+  expect_eq "ratelimit TLS session 1" "$(head -n 1 "$SESSION_FILE")" "the file's header"
+  expect_status 0 decide_via_terminator
+  expect_status 0 decide_via_terminator
+  expect_eq "full resumed resumed" "$(handshakes_since "$before")" "the handshakes"
+  # Nothing but the one file: the temporary ones were renamed.
+  expect_eq 1 "$(find state -type f | wc -l)" "files under state/"
+  # Against redis-server itself too (whose resumption is not observed: it still decides).
+  local store=rediss://127.0.0.1:$TLS_PORT
+  XDG_STATE_HOME=$TEST_DIR/state expect_status 0 rl --store "$store" --store-ca "$CERTS/ca.crt" \
+    try "redis-$TEST_DIR" -r 2/min
+  XDG_STATE_HOME=$TEST_DIR/state expect_status 0 rl --store "$store" --store-ca "$CERTS/ca.crt" \
+    try "redis-$TEST_DIR" -r 2/min
+  XDG_STATE_HOME=$TEST_DIR/state expect_status 1 rl --store "$store" --store-ca "$CERTS/ca.crt" \
+    try "redis-$TEST_DIR" -r 2/min
+  expect_eq 1 "$(find state -name "127.0.0.1-$TLS_PORT-*.tls" | wc -l)" "redis-server's session file"
+}
+
+# A file that cannot be used is passed over without a word: a full handshake, a decision
+# made, and a good file in its place.
+test_a_tls_session_file_that_cannot_be_used_is_passed_over() {
+  local before
+  expect_status 0 decide_via_terminator
+  find_session_file || return
+  cp "$SESSION_FILE" good.tls
+  before=$(handshakes_so_far)
+  # Corrupt, cut short, open to others.
+  printf 'ratelimit TLS session 1\nnot this one\n\x30\x82garbage' >"$SESSION_FILE"
+  expect_status 0 decide_via_terminator
+  expect_eq "" "$ERR" "stderr"
+  expect_eq "ratelimit TLS session 1" "$(head -n 1 "$SESSION_FILE")" "the file written again"
+  head -c 120 good.tls >"$SESSION_FILE"
+  expect_status 0 decide_via_terminator
+  expect_eq "" "$ERR" "stderr"
+  cp good.tls "$SESSION_FILE" && chmod 640 "$SESSION_FILE"
+  expect_status 0 decide_via_terminator
+  expect_eq 600 "$(stat -c %a "$SESSION_FILE")" "the mode of the file written in its place"
+  expect_eq "full full full" "$(handshakes_since "$before")" "the handshakes"
+  # A symlink to a good file is not followed, and the file it points to is left alone.
+  cp good.tls target.tls
+  chmod 600 target.tls
+  ln -sf "$TEST_DIR/target.tls" "$SESSION_FILE"
+  before=$(handshakes_so_far)
+  expect_status 0 decide_via_terminator
+  expect_true "the symlink's target untouched" cmp -s good.tls target.tls
+  expect_true "the symlink replaced by a file" test -f "$SESSION_FILE" -a ! -L "$SESSION_FILE"
+  # A file of another user's (when we may give it one).
+  if [ "$(id -u)" = 0 ]; then
+    chown 65534 "$SESSION_FILE"
+    expect_status 0 decide_via_terminator
+    expect_eq 0 "$(stat -c %u "$SESSION_FILE")" "the owner of the file written in its place"
+  fi
+  # Expired: three hours on, past the lifetime of the session (two hours).
+  XDG_STATE_HOME=$TEST_DIR/state RATELIMIT_STORE_PASSWORD='s3cret pass' \
+    RATELIMIT_STORE_CA=$CERTS/ca.crt expect_status 0 rl_at +3h \
+    --store "rediss://127.0.0.1:$TERMINATOR_PORT" try "resume-$TEST_DIR" -r 1000/s
+  if [ "$(id -u)" = 0 ]; then
+    expect_eq "full full full" "$(handshakes_since "$before")" "the handshakes"
+  else
+    expect_eq "full full" "$(handshakes_since "$before")" "the handshakes"
+  fi
+}
+
+# A session is bound to the server's name and port, the CA file and the client's files: a
+# CA file that now holds another CA is not trusted through a session made with the old one.
+test_a_tls_session_is_offered_to_its_own_identity_only() {
+  local before
+  cp "$CERTS/ca.crt" my-ca.pem
+  CA=$TEST_DIR/my-ca.pem expect_status 0 decide_via_terminator
+  before=$(handshakes_so_far)
+  CA=$TEST_DIR/my-ca.pem expect_status 0 decide_via_terminator
+  # Another CA in the same file: a full handshake, whose certificate does not verify.
+  cp "$CERTS/other-ca.crt" my-ca.pem
+  CA=$TEST_DIR/my-ca.pem expect_status 3 decide_via_terminator
+  expect_one_line
+  expect_contains "$ERR" "the server's certificate does not verify: "
+  await_lines "$WORK_ROOT/handshakes.log" $((before + 2))
+  # Another CA file, another name, a client certificate: full handshakes.
+  CA=$CERTS/other-ca.crt expect_status 3 decide_via_terminator
+  expect_contains "$ERR" "does not verify"
+  await_lines "$WORK_ROOT/handshakes.log" $((before + 3))
+  HOST=localhost expect_status 0 decide_via_terminator
+  expect_status 0 decide_via_terminator --store-cert "$CERTS/client.crt" \
+    --store-key "$CERTS/client.key"
+  expect_eq "resumed failed failed full full" "$(handshakes_since "$before")" "the handshakes"
+  expect_eq 3 "$(find state -name '*.tls' | wc -l)" "session files: one an identity"
+  # Each of them resumes its own.
+  before=$(handshakes_so_far)
+  cp "$CERTS/ca.crt" my-ca.pem
+  HOST=localhost expect_status 0 decide_via_terminator
+  expect_status 0 decide_via_terminator --store-cert "$CERTS/client.crt" \
+    --store-key "$CERTS/client.key"
+  expect_eq "resumed resumed" "$(handshakes_since "$before")" "the handshakes"
+}
+
+# Without --store-ca, the system's CAs (OpenSSL's $SSL_CERT_FILE here) are the identity's:
+# once they no longer hold the server's CA, the session is not offered.
+test_a_session_verified_by_the_system_cas_is_offered_while_they_hold_its_ca() {
+  local before
+  cat "$CERTS/ca.crt" "$CERTS/other-ca.crt" >system-cas.pem
+  before=$(handshakes_so_far)
+  SSL_CERT_FILE=$TEST_DIR/system-cas.pem CA= expect_status 0 decide_via_terminator
+  SSL_CERT_FILE=$TEST_DIR/system-cas.pem CA= expect_status 0 decide_via_terminator
+  cp "$CERTS/other-ca.crt" system-cas.pem
+  SSL_CERT_FILE=$TEST_DIR/system-cas.pem CA= expect_status 3 decide_via_terminator
+  expect_contains "$ERR" "does not verify: "
+  expect_contains "$ERR" "(checked against the system's CAs; --store-ca names another CA)"
+  await_lines "$WORK_ROOT/handshakes.log" $((before + 3))
+  expect_eq "full resumed failed" "$(handshakes_since "$before")" "the handshakes"
+}
+
+# start_terminator NAME CERT [PORT]: another terminator, its port in $PORT, its log NAME.log.
+start_terminator() {
+  /usr/bin/python3 "$SUITE_DIR/tls_terminator.py" --cert "$2" --key "$CERTS/server.key" \
+    --backend-port "$PLAIN_PORT" --port "${3:-0}" --port-file "$1.port" --log "$1.log" &
+  echo $! >"$1.pid"
+  wait_for_file "$1.port"
+  PORT=$(cat "$1.port" 2>/dev/null)
+  [ -n "$PORT" ] || fail "the terminator $1 did not start"
+}
+stop_terminator() {
+  kill "$(cat "$1.pid")" 2>/dev/null
+  wait "$(cat "$1.pid")" 2>/dev/null
+}
+
+# A server that no longer knows the session offered makes a full handshake: then the server's
+# certificate is verified, though the CAs were not loaded for a resumed one.
+test_a_session_the_server_refuses_leaves_a_verified_full_handshake() {
+  local port
+  start_terminator first "$CERTS/server.crt"
+  port=$PORT
+  [ -n "$port" ] || return
+  # This test's own terminators (each test runs in a subshell).
+  TERMINATOR_PORT=$port
+  expect_status 0 decide_via_terminator
+  stop_terminator first
+  # On the same port, with new session keys: one whose certificate names localhost only.
+  start_terminator second "$CERTS/named.crt" "$port"
+  expect_status 3 decide_via_terminator
+  expect_contains "$ERR" "the server's certificate does not verify: IP address mismatch"
+  await_lines second.log 1
+  expect_eq "failed" "$(paste -sd ' ' second.log)" "the handshakes"
+  stop_terminator second
+  # And one whose certificate verifies.
+  start_terminator third "$CERTS/server.crt" "$port"
+  expect_status 0 decide_via_terminator
+  expect_status 0 decide_via_terminator
+  expect_eq "full resumed" "$(paste -sd ' ' third.log)" "the handshakes"
+  stop_terminator third
+}
+
+test_tls_sessions_are_not_kept_with_the_cache_off() {
+  local before
+  before=$(handshakes_so_far)
+  RATELIMIT_TLS_SESSION_CACHE=off expect_status 0 decide_via_terminator
+  RATELIMIT_TLS_SESSION_CACHE=off expect_status 0 decide_via_terminator
+  expect_eq "full full" "$(handshakes_since "$before")" "the handshakes"
+  expect_true "no state directory" test ! -e state
+  RATELIMIT_TLS_SESSION_CACHE=no expect_status 2 decide_via_terminator
+  expect_one_line
+  expect_contains "$ERR" "ratelimit: invalid RATELIMIT_TLS_SESSION_CACHE \"no\": expected on or off"
 }
 
 test_tls_without_the_ca_exits_3_saying_why() {

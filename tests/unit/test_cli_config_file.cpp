@@ -306,6 +306,43 @@ TEST_CASE("cli::tls_files: the command line, else the environment, else [store] 
   CHECK_THROWS_AS(cli::tls_files(key_only), cli::UsageError);
 }
 
+TEST_CASE("cli::tls_files keeps TLS sessions in the state directory unless "
+          "RATELIMIT_TLS_SESSION_CACHE is off") {
+  ScopedEnv no_db("RATELIMIT_DB", nullptr);
+  ScopedEnv store("RATELIMIT_STORE", "rediss://h");
+  ScopedEnv no_setting("RATELIMIT_TLS_SESSION_CACHE", nullptr);
+  {
+    ScopedEnv state("XDG_STATE_HOME", "/xdg/state");
+    store::TlsFiles files = cli::tls_files(options_with(""));
+    CHECK(files.session_directory == "/xdg/state/ratelimit/tls-sessions");
+    CHECK(files.session_home.empty());
+  }
+  ScopedEnv no_state("XDG_STATE_HOME", nullptr);
+  {
+    ScopedEnv home("HOME", "/home/u");
+    store::TlsFiles files = cli::tls_files(options_with(""));
+    CHECK(files.session_directory == "/home/u/.local/state/ratelimit/tls-sessions");
+    CHECK(files.session_home == "/home/u");
+    ScopedEnv on("RATELIMIT_TLS_SESSION_CACHE", "on");
+    CHECK(cli::tls_files(options_with("")).session_directory ==
+          "/home/u/.local/state/ratelimit/tls-sessions");
+  }
+  {
+    // Without a home, none: the decision is made all the same, with a full handshake.
+    ScopedEnv no_home("HOME", nullptr);
+    CHECK(cli::tls_files(options_with("")).session_directory.empty());
+  }
+  ScopedEnv home("HOME", "/home/u");
+  {
+    ScopedEnv off("RATELIMIT_TLS_SESSION_CACHE", "off");
+    CHECK(cli::tls_files(options_with("")).session_directory.empty());
+  }
+  ScopedEnv bad("RATELIMIT_TLS_SESSION_CACHE", "no");
+  CHECK_THROWS_WITH_AS(cli::tls_files(options_with("")),
+                       "invalid RATELIMIT_TLS_SESSION_CACHE \"no\": expected on or off",
+                       cli::UsageError);
+}
+
 namespace {
 
 // A temporary directory for configuration files, removed with what it holds.

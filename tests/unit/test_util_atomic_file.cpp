@@ -5,7 +5,9 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
 #include <sys/stat.h>
+#include <unistd.h>
 
 using namespace ratelimit;
 
@@ -91,4 +93,21 @@ TEST_CASE("util::replace_file fails with the errno of the step that failed") {
     ++entries;
   }
   CHECK(entries == 1);
+}
+
+TEST_CASE("util::replace_file gives the mode asked, even where a stale temporary file was "
+          "left") {
+  TemporaryDirectory directory;
+  std::filesystem::path file = directory.path / "session.tls";
+  // One a process of our PID left, open to all: made anew, not reused.
+  std::filesystem::path stale = file.string() + "." + std::to_string(::getpid()) + ".tmp";
+  std::ofstream(stale) << "stale";
+  REQUIRE(::chmod(stale.c_str(), 0666) == 0);
+  {
+    Umask mask(022);
+    CHECK(util::replace_file(file, "secret", {0600, false}) == 0);
+  }
+  CHECK(contents(file) == "secret");
+  CHECK((info_of(file).st_mode & 07777) == 0600);
+  CHECK_FALSE(std::filesystem::exists(stale));
 }
