@@ -28,13 +28,13 @@ timeval to_timeval(core::Nanos duration) {
           static_cast<suseconds_t>(duration % core::k_nanos_per_second / core::k_nanos_per_micro)};
 }
 
-// Whether hiredis failed because `timeout` passed: it reports that as the error string of
-// ETIMEDOUT (connecting) or EAGAIN (a socket timeout while reading).
-bool timed_out(const redisContext& context) {
-  std::string_view error = context.errstr;
-  return context.err == REDIS_ERR_IO &&
-         (error == std::strerror(ETIMEDOUT) || error == std::strerror(EAGAIN) ||
-          error == std::strerror(EINPROGRESS));
+// Whether hiredis failed because `timeout` passed: an I/O error (its code) whose errno,
+// read at once, is ETIMEDOUT or EINPROGRESS (connecting) or EAGAIN (a socket timeout while
+// reading or writing).
+bool timed_out(int hiredis_error, int system_error) {
+  return hiredis_error == REDIS_ERR_IO &&
+         (system_error == ETIMEDOUT || system_error == EAGAIN || system_error == EWOULDBLOCK ||
+          system_error == EINPROGRESS);
 }
 
 std::string lower_first(std::string text) {
@@ -111,6 +111,11 @@ void RedisConnection::close() {
     m_reader = nullptr;
   }
   m_tls.reset();
+  m_used = false;
+}
+
+void RedisConnection::close_while_idle() {
+  close();
 }
 
 void RedisConnection::connect(const RedisLocation& location) {
@@ -173,11 +178,12 @@ void RedisConnection::connect_plain(const RedisLocation& location) {
       location.socket_path.empty()
           ? redisConnectWithTimeout(location.host.c_str(), location.port, to_timeval(m_timeout))
           : redisConnectUnixWithTimeout(location.socket_path.c_str(), to_timeval(m_timeout));
+  int system_error = errno;
   if (!m_context) {
     fail("cannot connect: out of memory");
   }
   if (m_context->err) {
-    if (timed_out(*m_context)) {
+    if (timed_out(m_context->err, system_error)) {
       fail_unavailable(fmt::format("cannot connect within {} (--store-timeout)",
                                    core::format_seconds(m_timeout)));
     }
@@ -228,8 +234,9 @@ void RedisConnection::fail_reply(std::string_view command, std::string_view text
 }
 
 void RedisConnection::fail_io(bool delivered) const {
+  int system_error = errno; // of the hiredis call that just failed
   std::string why = lower_first(m_context->errstr);
-  if (timed_out(*m_context)) {
+  if (timed_out(m_context->err, system_error)) {
     why = fmt::format("no answer within {} (--store-timeout)", core::format_seconds(m_timeout));
   } else if (m_context->err == REDIS_ERR_EOF) {
     why = "the server closed the connection";
@@ -239,7 +246,8 @@ void RedisConnection::fail_io(bool delivered) const {
 
 RedisReply RedisConnection::send(std::span<const std::string> arguments) {
   for (int redirections = 0;; ++redirections) {
-    RedisReply reply = follows_failover() ? send_to_master(arguments) : send_here(arguments);
+    RedisReply reply =
+        follows_failover() ? send_to_master(arguments) : send_reconnecting(arguments);
     std::string_view text = reply.is_error() ? reply.text() : std::string_view();
     bool moved = text.starts_with("MOVED ");
     bool ask = text.starts_with("ASK ");
@@ -275,7 +283,9 @@ RedisLocation RedisConnection::location_at(std::string_view host, int port) cons
 RedisReply RedisConnection::send_here(std::span<const std::string> arguments) {
   if (m_tls) {
     tls_send(arguments);
-    return tls_read_reply();
+    RedisReply reply = tls_read_reply();
+    m_used = true;
+    return reply;
   }
   std::vector<const char*> argv;
   std::vector<std::size_t> lengths;
@@ -301,6 +311,7 @@ RedisReply RedisConnection::send_here(std::span<const std::string> arguments) {
   if (redisGetReply(m_context, &reply) != REDIS_OK || !reply) {
     fail_io(true);
   }
+  m_used = true;
   return RedisReply(static_cast<redisReply*>(reply));
 }
 
@@ -346,12 +357,13 @@ RedisReply RedisConnection::run_source(std::string_view script, std::span<const 
 }
 
 void RedisConnection::send_only(std::span<const std::string> arguments) {
+  if (gone_while_idle()) {
+    connect(m_first_location);
+  }
+  m_used = true;
   if (m_tls) {
     tls_send(arguments);
     return;
-  }
-  if (follows_failover() && closed_while_idle()) {
-    connect(m_first_location);
   }
   std::vector<const char*> argv;
   std::vector<std::size_t> lengths;

@@ -17,23 +17,28 @@ namespace ratelimit::store {
 class TlsStream;
 class TlsError;
 
-// A blocking connection to one Redis server, over TCP, a Unix socket or TLS. Connecting and
-// every command give up after `timeout`; every failure throws StoreError naming the server
-// (never the password), StoreUnavailable for an outage (see store.hpp). On Redis Cluster it follows
-// MOVED and ASK redirections to the node that holds the key. Over TLS, hiredis only encodes
-// commands and decodes replies: the bytes go through a TlsStream.
-//
-// With sentinels (redis-sentinel://) it connects to the master they name, checked with ROLE,
-// and follows a failover: a connection found closed before a command, or lost before the
-// command was written whole, or a READONLY refusal (the node is a replica now) makes it ask
-// the sentinels again and send the command once more to the master they name. A command
-// whose reply was lost after it was sent is not sent again, unless it only reads: a
-// decision may have run, and running it twice would count it twice.
 // Whether an error reply says that the server cannot serve now, rather than that it refuses
 // the command: LOADING, BUSY, MASTERDOWN, CLUSTERDOWN, TRYAGAIN. Such a reply is an outage
 // (StoreUnavailable).
 bool is_unavailable_reply(std::string_view error);
 
+// A blocking connection to one Redis server, over TCP, a Unix socket or TLS. Connecting and
+// every command give up after `timeout`; every failure throws StoreError naming the server
+// (never the password), StoreUnavailable for an outage (see store.hpp). On Redis Cluster it
+// follows MOVED and ASK redirections to the node that holds the key. Over TLS, hiredis only
+// encodes commands and decodes replies: the bytes go through a TlsStream.
+//
+// A connection that the server closed while it was idle (its `timeout`, a restart, a proxy),
+// or lost before a command was written whole, is made again once and the command sent
+// again: the server cannot have run it. One whose reply was lost after the command was sent
+// is not: a decision may have run, and running it twice would count it twice. After
+// `close_while_idle` the next command connects again.
+//
+// With sentinels (redis-sentinel://) it connects to the master they name, checked with ROLE,
+// and follows a failover: a connection found closed before a command, or lost before the
+// command was written whole, or a READONLY refusal (the node is a replica now) makes it ask
+// the sentinels again and send the command once more to the master they name. A command
+// whose reply was lost after it was sent is not sent again, unless it only reads.
 class RedisConnection {
 public:
   RedisConnection(const RedisLocation& location, core::Nanos timeout);
@@ -68,6 +73,11 @@ public:
   // blocking command given up on leaves its reply pending on the old connection.
   void reconnect();
 
+  // Closes the connection while its owner sleeps for long, rather than hold it open idle
+  // (a server or a proxy may end it meanwhile, and a hundred sleeping waiters would hold a
+  // hundred); the next command connects again.
+  void close_while_idle();
+
   // Whether the master is found through sentinels (and so may move).
   bool follows_failover() const { return !m_first_location.sentinels.empty(); }
 
@@ -99,10 +109,13 @@ private:
   RedisReply send_here(std::span<const std::string> arguments);
   // Sends one command, following cluster redirections.
   RedisReply send(std::span<const std::string> arguments);
+  // Sends one command, connecting again once when the connection is gone (see above).
+  RedisReply send_reconnecting(std::span<const std::string> arguments);
   // Sends one command to the sentinels' master, following a failover (see above).
   RedisReply send_to_master(std::span<const std::string> arguments);
-  // Whether the server closed the connection (or sent something unasked) while it was idle.
-  bool closed_while_idle() const;
+  // Whether there is no connection, or the server closed it (or sent something unasked)
+  // while it was idle since its last command.
+  bool gone_while_idle() const;
   // Throws the StoreError for an I/O failure: `delivered` if the whole command had been
   // written.
   [[noreturn]] void fail_io(bool delivered = true) const;
@@ -119,6 +132,9 @@ private:
   // Over TLS instead of m_context.
   std::unique_ptr<TlsStream> m_tls;
   redisReader* m_reader = nullptr;
+  // Whether a command went over this connection since it was made: only then can it have
+  // been idle long enough to be closed by the server.
+  bool m_used = false;
 };
 
 } // namespace ratelimit::store

@@ -1,4 +1,6 @@
-// RedisConnection following a failover of the master the sentinels name.
+// RedisConnection connecting again: when the server closed the connection while it was idle
+// or it was lost before a command was written whole, and following a failover of the master
+// the sentinels name.
 #include "store/redis_connection.hpp"
 
 #include "store/redis_connection_lost.hpp"
@@ -31,20 +33,37 @@ bool only_reads(std::span<const std::string> arguments) {
 
 } // namespace
 
-bool RedisConnection::closed_while_idle() const {
-  if (!m_context) {
+bool RedisConnection::gone_while_idle() const {
+  if (!m_context && !m_tls) {
     return true;
   }
+  if (!m_used) {
+    return false; // just made: a plain `try` asks no more
+  }
   // Nothing is due on an idle connection: anything readable is its end (or junk).
-  pollfd idle{m_context->fd, POLLIN, 0};
+  pollfd idle{fd(), POLLIN, 0};
   return ::poll(&idle, 1, 0) > 0;
+}
+
+RedisReply RedisConnection::send_reconnecting(std::span<const std::string> arguments) {
+  if (!gone_while_idle()) {
+    try {
+      return send_here(arguments);
+    } catch (const ConnectionLost& lost) {
+      if (lost.delivered()) {
+        throw; // it may have run: never sent twice
+      }
+    }
+  }
+  connect(m_first_location);
+  return send_here(arguments);
 }
 
 RedisReply RedisConnection::send_to_master(std::span<const std::string> arguments) {
   // A failover ends the connections to the old master (the sentinels kill them) and makes it
   // a replica that refuses writes (READONLY): then the sentinels are asked again and the
   // command sent once more to the master they name, unless it may already have run.
-  if (!closed_while_idle()) {
+  if (!gone_while_idle()) {
     try {
       RedisReply reply = send_here(arguments);
       if (!is_read_only_refusal(reply)) {
