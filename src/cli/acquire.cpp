@@ -74,6 +74,9 @@ Acquired acquire(store::Store& store, util::InterruptSignals& signals, const Glo
   }
   std::int64_t started = util::monotonic_nanos();
   for (;;) {
+    if (acquired.decision.wait >= store::k_long_sleep) {
+      store.close_while_sleeping(); // the slot is taken: nothing holds it but the store
+    }
     acquired.signal =
         sleep_with_countdown(signals, acquired.decision.wait, request.key, global.quiet);
     acquired.waited = util::monotonic_nanos() - started;

@@ -193,6 +193,9 @@ private:
         }
       };
       bool reader_gone = false;
+      if (wait >= store::k_long_sleep) {
+        m_gate.close_while_sleeping();
+      }
       if (m_signals) {
         if (int signal = m_signals->sleep_watching(wait, k_output, reader_gone)) {
           give_back();

@@ -112,6 +112,15 @@ bool FailOpenGate::paused() {
   return false;
 }
 
+void FailOpenGate::close_while_sleeping() {
+  if (m_store_gate) {
+    m_store_gate->close_while_sleeping();
+  }
+  if (m_local_store) {
+    m_local_store->close_while_sleeping();
+  }
+}
+
 bool instant_grants_combine(core::Algorithm algorithm) {
   return core::info(algorithm).instant_grants_combine;
 }

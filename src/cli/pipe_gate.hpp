@@ -26,6 +26,8 @@ public:
   virtual bool shared() const = 0;
   // Whether a pause of the key runs now: asked once by a record that slept until its slot.
   virtual bool paused() = 0;
+  // Before a sleep of at least store::k_long_sleep: see Store::close_while_sleeping.
+  virtual void close_while_sleeping() {}
 };
 
 // A limiter in this process: the same decisions as a store's key, on a state that lives as
@@ -56,6 +58,7 @@ public:
   void give_back(const core::Grant& grant) override;
   bool shared() const override { return true; }
   bool paused() override;
+  void close_while_sleeping() override { m_store.close_while_sleeping(); }
 
 private:
   store::Store& m_store;
@@ -78,6 +81,7 @@ public:
   void give_back(const core::Grant& grant) override;
   bool shared() const override { return true; }
   bool paused() override;
+  void close_while_sleeping() override;
 
 private:
   // Leaves the store for the local database (under local, for an outage) or for a limiter

@@ -38,6 +38,7 @@ public:
   core::Nanos now() override;
   std::unique_ptr<RunSlots> run_slots(core::Nanos lease) override;
   std::vector<RunEntry> run_entries(std::span<const std::string> keys) override;
+  void close_while_sleeping() override { m_connection.close_while_idle(); }
 
 private:
   // The names under the prefix on one server, and the connection to it.

@@ -142,7 +142,16 @@ public:
   // The live commands on the run slots of `keys` (of every key when `keys` is empty),
   // running and waiting, by key and arrival.
   virtual std::vector<RunEntry> run_entries(std::span<const std::string> keys) = 0;
+
+  // Closes what the store holds open (a server connection) before its caller sleeps for
+  // at least k_long_sleep; the next call opens it again. The SQLite store holds nothing
+  // open between calls.
+  virtual void close_while_sleeping() {}
 };
+
+// How long a sleep must be for a caller to close the store's connections first: a connection
+// costs a few milliseconds to make again, and idle for long a server or a proxy may end it.
+inline constexpr core::Nanos k_long_sleep = core::k_nanos_per_second;
 
 // The message for a clock past core::k_max_time, of the store named `store`: such a clock
 // decides nothing. Exit status 3.

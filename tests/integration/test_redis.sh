@@ -142,6 +142,39 @@ test_values_expire_when_the_state_is_fresh_again() {
   expect_status 0 rl try k -r 1/1s
 }
 
+# The clients connected to the suite's server, but for the redis-cli that asks.
+other_clients() { rcli client list | grep -v 'cmd=client' | grep -c 'id=' || true; }
+
+test_a_waiter_holds_no_connection_while_it_sleeps() {
+  expect_status 0 rl try sleeper -r 1/3s -b 1
+  "$RATELIMIT" -q wait sleeper -r 1/3s -b 1 &
+  local waiter=$! retry
+  wait_for_reservation sleeper 4000
+  expect_eq 0 "$(other_clients)" "connections held while the waiter sleeps"
+  # It gives its slot back on a signal all the same, over a new connection: the next slot
+  # is its own again, 3 s after the first, not 6.
+  kill -TERM $waiter
+  wait $waiter
+  expect_status 1 rl --json try sleeper -r 1/3s -b 1
+  retry=$(json_field "$OUT" retry_after_ms)
+  expect_true "next slot in $retry ms, not after the waiter's" test "$retry" -le 3000
+}
+
+test_a_connection_the_server_closed_while_idle_is_made_again() {
+  # pipe keeps its connection between records that come faster than a second apart; the
+  # server ends it meanwhile (as its `timeout` or a restart would), and the next record
+  # connects again rather than fail.
+  {
+    echo one
+    sleep 0.5
+    rcli client kill type normal >/dev/null
+    sleep 0.3
+    echo two
+  } | rl pipe idle -r 100/s >out 2>err
+  expect_eq "0 one two" "$? $(cat out | tr '\n' ' ' | sed 's/ $//')" "status and records"
+  expect_eq "" "$(cat err)" "stderr"
+}
+
 test_redis_db_is_selected() {
   expect_status 0 rl --store "redis://127.0.0.1:$REDIS_PORT/3" try k -r 1/s
   expect_eq 0 "$(rcli exists 'ratelimit:{k}')" "key in db 0"
