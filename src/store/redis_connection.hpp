@@ -17,11 +17,6 @@ namespace ratelimit::store {
 class TlsStream;
 class TlsError;
 
-// Whether an error reply says that the server cannot serve now, rather than that it refuses
-// the command: LOADING, BUSY, MASTERDOWN, CLUSTERDOWN, TRYAGAIN. Such a reply is an outage
-// (StoreUnavailable).
-bool is_unavailable_reply(std::string_view error);
-
 // A blocking connection to one Redis server, over TCP, a Unix socket or TLS. Connecting and
 // every command give up after `timeout`; every failure throws StoreError naming the server
 // (never the password), StoreUnavailable for an outage (see store.hpp). On Redis Cluster it

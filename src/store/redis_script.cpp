@@ -51,6 +51,18 @@ void add_limits(std::vector<std::string>& arguments, std::span<const core::Limit
   }
 }
 
+// A limit and its slots, as inspect replies them: count period burst s1 s2 s3.
+core::LimitState read_limit_state(ReplyReader& read) {
+  core::LimitState limit;
+  limit.limit.rate.count = read.integer();
+  limit.limit.rate.period = read.integer();
+  limit.limit.burst = read.integer();
+  for (auto& slot : limit.slots) {
+    slot = read.integer();
+  }
+  return limit;
+}
+
 std::string now_argument(std::optional<core::Nanos> now) {
   return now ? std::to_string(*now) : std::string();
 }
@@ -198,14 +210,7 @@ std::optional<KeyStatus> RedisScript::inspect(std::string_view key,
   standing.binding = static_cast<std::size_t>(binding);
   standing.remaining = count > 0 ? std::numeric_limits<std::int64_t>::max() : 0;
   for (std::int64_t i = 0; i < count; ++i) {
-    core::LimitState limit;
-    limit.limit.rate.count = read.integer();
-    limit.limit.rate.period = read.integer();
-    limit.limit.burst = read.integer();
-    for (auto& slot : limit.slots) {
-      slot = read.integer();
-    }
-    status.state.limits.push_back(limit);
+    status.state.limits.push_back(read_limit_state(read));
     core::LimitReport report;
     report.remaining = read.integer();
     report.reset_after = read.integer();
@@ -224,14 +229,7 @@ std::optional<KeyStatus> RedisScript::inspect(std::string_view key,
     throw StoreError("redis: unexpected reply from the ratelimit script");
   }
   for (std::int64_t i = 0; i < remembered; ++i) {
-    core::LimitState limit;
-    limit.limit.rate.count = read.integer();
-    limit.limit.rate.period = read.integer();
-    limit.limit.burst = read.integer();
-    for (auto& slot : limit.slots) {
-      slot = read.integer();
-    }
-    status.state.remembered.push_back(limit);
+    status.state.remembered.push_back(read_limit_state(read));
     // Not fresh while a remembered limit holds something (as core::inspect).
     standing.reset_after = std::max(standing.reset_after, read.integer());
   }

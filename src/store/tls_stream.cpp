@@ -1,5 +1,7 @@
 #include "store/tls_stream.hpp"
 
+#include "store/redis_errors.hpp"
+
 #include "store/openssl_library.hpp"
 #include "store/tls_session_cache.hpp"
 #include "util/clock.hpp"
@@ -20,13 +22,6 @@
 namespace ratelimit::store {
 
 namespace {
-
-std::string lower_first(std::string text) {
-  if (!text.empty()) {
-    text[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(text[0])));
-  }
-  return text;
-}
 
 // The reason of OpenSSL's oldest queued error ("certificate verify failed"), the queue
 // emptied; `fallback` when there is none.

@@ -1,4 +1,4 @@
-#include "store/redis_connection.hpp"
+#include "store/redis_errors.hpp"
 
 #include <doctest/doctest.h>
 
