@@ -31,7 +31,7 @@ def samples(command, count=None, procs=1, seconds=None):
     else:
         args += ["-p", str(procs), "-s", str(seconds)]
     out = subprocess.run(args + ["--"] + command, capture_output=True, text=True, check=True).stdout
-    return [(int(a), int(b)) for a, b in (line.split() for line in out.splitlines())]
+    return [(int(a), int(b)) for a, b, *_ in (line.split() for line in out.splitlines())]
 
 
 def percentile(values, p):
@@ -155,6 +155,7 @@ def prepared_db(name, fill):
     connection = sqlite3.connect(path, isolation_level=None)
     connection.execute("BEGIN")
     connection.execute("DELETE FROM keys")
+    connection.execute("DELETE FROM grant_log")
     fill(connection)
     connection.execute("COMMIT")
     connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -170,11 +171,13 @@ def sliding_log_db(name, entries):
     def fill(connection):
         first = now - entries * step
         connection.execute(
-            "INSERT INTO keys (id, name, algorithm, clock, limits) VALUES (1, ?, 'sliding-log', ?, ?)",
-            (b"log", now, encode_limits(1000000, period, 1000000, (first + (entries - 1) * step, entries, 0))))
+            "INSERT INTO keys (id, name, algorithm, clock, limits, log_period) "
+            "VALUES (1, ?, 'sliding-log', ?, ?, ?)",
+            (b"log", now, encode_limits(1000000, period, 1000000, (first + (entries - 1) * step, entries, 0)),
+             period))
         connection.executemany(
-            "INSERT INTO grant_log (key_id, period, cumulative, at) VALUES (1, ?, ?, ?)",
-            ((period, i + 1, first + i * step) for i in range(entries)))
+            "INSERT INTO grant_log (key_id, cumulative, at) VALUES (1, ?, ?)",
+            ((i + 1, first + i * step) for i in range(entries)))
 
     return prepared_db(name, fill)
 
