@@ -89,6 +89,21 @@ std::int64_t granted_in(const std::string& path) {
   return status.empty() ? 0 : status.front().counters.granted;
 }
 
+// A gate on a remote store that can fail, with the local database beside it, under
+// --on-store-error=MODE.
+struct GateOnFailingStore {
+  explicit GateOnFailingStore(const char* mode) : global(options_on(mode)) {
+    global.db = local_file.path();
+  }
+
+  test::TemporaryDatabase remote_file;
+  test::TemporaryDatabase local_file;
+  FailingStore remote{remote_file.path()};
+  cli::GlobalOptions global;
+  cli::LimitedRequest request = three_a_minute();
+  cli::FailOpenGate gate{&remote, request, global};
+};
+
 } // namespace
 
 TEST_CASE("cli::falls_back_locally: only an outage under local") {
@@ -113,13 +128,8 @@ TEST_CASE("cli::local_fallback_warning is one line naming the failure, the datab
 }
 
 TEST_CASE("cli::FailOpenGate under local goes on in the local database after an outage") {
-  test::TemporaryDatabase remote_file;
-  test::TemporaryDatabase local_file;
-  FailingStore remote(remote_file.path());
-  cli::GlobalOptions global = options_on("local");
-  global.db = local_file.path();
-  cli::LimitedRequest request = three_a_minute();
-  cli::FailOpenGate gate(&remote, request, global);
+  GateOnFailingStore fixture("local");
+  auto& [remote_file, local_file, remote, global, request, gate] = fixture;
   core::Request ask;
   CHECK(gate.decide(ask).allowed);
   CHECK(granted_in(remote_file.path()) == 1);
@@ -140,13 +150,8 @@ TEST_CASE("cli::FailOpenGate under local goes on in the local database after an 
 }
 
 TEST_CASE("cli::FailOpenGate under local: damaged state is an error, not a fallback") {
-  test::TemporaryDatabase remote_file;
-  test::TemporaryDatabase local_file;
-  FailingStore remote(remote_file.path());
-  cli::GlobalOptions global = options_on("local");
-  global.db = local_file.path();
-  cli::LimitedRequest request = three_a_minute();
-  cli::FailOpenGate gate(&remote, request, global);
+  GateOnFailingStore fixture("local");
+  auto& [remote_file, local_file, remote, global, request, gate] = fixture;
   remote.failure = FailingStore::Failure::damaged;
   CHECK_THROWS_AS(gate.decide({}), store::DamagedState);
   CHECK(global.local_fallback.empty());
@@ -154,13 +159,8 @@ TEST_CASE("cli::FailOpenGate under local: damaged state is an error, not a fallb
 }
 
 TEST_CASE("cli::FailOpenGate under deny throws the outage") {
-  test::TemporaryDatabase remote_file;
-  test::TemporaryDatabase local_file;
-  FailingStore remote(remote_file.path());
-  cli::GlobalOptions global = options_on("deny");
-  global.db = local_file.path();
-  cli::LimitedRequest request = three_a_minute();
-  cli::FailOpenGate gate(&remote, request, global);
+  GateOnFailingStore fixture("deny");
+  auto& [remote_file, local_file, remote, global, request, gate] = fixture;
   remote.failure = FailingStore::Failure::outage;
   CHECK_THROWS_AS(gate.decide({}), store::StoreUnavailable);
   CHECK(granted_in(local_file.path()) == 0);

@@ -1,5 +1,7 @@
 #include "store/tls_session_cache.hpp"
 
+#include "temporary_database.hpp"
+
 #include <doctest/doctest.h>
 #include <filesystem>
 #include <fstream>
@@ -23,23 +25,6 @@ struct stat facts(mode_t mode, uid_t owner) {
   info.st_mode = mode;
   info.st_uid = owner;
   return info;
-}
-
-struct TemporaryDirectory {
-  std::filesystem::path path;
-  TemporaryDirectory() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "ratelimit-test-XXXXXX");
-    REQUIRE(mkdtemp(pattern.data()) != nullptr);
-    path = pattern;
-  }
-  ~TemporaryDirectory() { std::filesystem::remove_all(path); }
-};
-
-std::string contents(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
 }
 
 void write(const std::filesystem::path& file, const std::string& content, mode_t mode) {
@@ -84,7 +69,7 @@ TEST_CASE("store::identity_text holds every field, and refuses control character
 }
 
 TEST_CASE("store::file_stamp changes when the file is replaced or changed") {
-  TemporaryDirectory directory;
+  test::TemporaryDirectory directory;
   std::filesystem::path file = directory.path / "ca.pem";
   CHECK(store::file_stamp("") == "-");
   CHECK(store::file_stamp(file) == "-");
@@ -144,7 +129,7 @@ TEST_CASE("store::decode_session_file gives back the session of the same identit
 
 TEST_CASE("store::TlsSessionCache saves with mode 0600 and loads back, in a directory it makes "
           "private") {
-  TemporaryDirectory state;
+  test::TemporaryDirectory state;
   std::string directory = (state.path / "ratelimit" / "tls-sessions").string();
   store::TlsSessionCache cache(directory, "", identity());
   CHECK_FALSE(cache.load());
@@ -173,7 +158,7 @@ TEST_CASE("store::TlsSessionCache saves with mode 0600 and loads back, in a dire
 
 TEST_CASE("store::TlsSessionCache ignores a file open to others, a symlink and a directory "
           "others may write in") {
-  TemporaryDirectory state;
+  test::TemporaryDirectory state;
   std::string directory = (state.path / "tls-sessions").string();
   store::TlsSessionCache cache(directory, "", identity());
   cache.save("secret");
@@ -197,7 +182,7 @@ TEST_CASE("store::TlsSessionCache ignores a file open to others, a symlink and a
     CHECK(cache.load() == "secret");
   }
   SUBCASE("corrupt") {
-    write(cache.path(), contents(cache.path()).substr(0, 20), 0600);
+    write(cache.path(), test::file_contents(cache.path()).substr(0, 20), 0600);
     CHECK_FALSE(cache.load());
   }
   if (::geteuid() == 0) {
@@ -209,7 +194,7 @@ TEST_CASE("store::TlsSessionCache ignores a file open to others, a symlink and a
 }
 
 TEST_CASE("store::TlsSessionCache never makes a home directory that is missing") {
-  TemporaryDirectory state;
+  test::TemporaryDirectory state;
   std::string home = (state.path / "missing-home").string();
   store::TlsSessionCache cache(home + "/.local/state/ratelimit/tls-sessions", home, identity());
   cache.save("session");

@@ -1,5 +1,7 @@
 #include "util/atomic_file.hpp"
 
+#include "temporary_database.hpp"
+
 #include <cerrno>
 #include <doctest/doctest.h>
 #include <filesystem>
@@ -12,23 +14,6 @@
 using namespace ratelimit;
 
 namespace {
-
-struct TemporaryDirectory {
-  std::filesystem::path path;
-  TemporaryDirectory() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "ratelimit-test-XXXXXX");
-    REQUIRE(mkdtemp(pattern.data()) != nullptr);
-    path = pattern;
-  }
-  ~TemporaryDirectory() { std::filesystem::remove_all(path); }
-};
-
-std::string contents(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
 
 struct stat info_of(const std::filesystem::path& file) {
   struct stat info {};
@@ -46,13 +31,13 @@ struct Umask {
 } // namespace
 
 TEST_CASE("util::replace_file writes a new file with mode 0644 less the umask") {
-  TemporaryDirectory directory;
+  test::TemporaryDirectory directory;
   std::filesystem::path file = directory.path / "metrics.prom";
   {
     Umask mask(022);
     CHECK(util::replace_file(file, "one\n") == 0);
   }
-  CHECK(contents(file) == "one\n");
+  CHECK(test::file_contents(file) == "one\n");
   CHECK((info_of(file).st_mode & 07777) == 0644);
   std::filesystem::remove(file);
   {
@@ -63,7 +48,7 @@ TEST_CASE("util::replace_file writes a new file with mode 0644 less the umask") 
 }
 
 TEST_CASE("util::replace_file replaces the file by a rename, leaving nothing beside it") {
-  TemporaryDirectory directory;
+  test::TemporaryDirectory directory;
   std::filesystem::path file = directory.path / "metrics.prom";
   REQUIRE(util::replace_file(file, "old\n") == 0);
   ino_t before = info_of(file).st_ino;
@@ -71,7 +56,7 @@ TEST_CASE("util::replace_file replaces the file by a rename, leaving nothing bes
   std::ifstream reader(file);
   REQUIRE(util::replace_file(file, "new, longer\n") == 0);
   CHECK(info_of(file).st_ino != before);
-  CHECK(contents(file) == "new, longer\n");
+  CHECK(test::file_contents(file) == "new, longer\n");
   std::string old;
   std::getline(reader, old);
   CHECK(old == "old");
@@ -83,7 +68,7 @@ TEST_CASE("util::replace_file replaces the file by a rename, leaving nothing bes
 }
 
 TEST_CASE("util::replace_file fails with the errno of the step that failed") {
-  TemporaryDirectory directory;
+  test::TemporaryDirectory directory;
   CHECK(util::replace_file(directory.path / "missing" / "metrics.prom", "x") == ENOENT);
   // A directory in the way: the temporary file is written, the rename fails and it goes.
   std::filesystem::create_directory(directory.path / "taken");
@@ -97,7 +82,7 @@ TEST_CASE("util::replace_file fails with the errno of the step that failed") {
 
 TEST_CASE("util::replace_file gives the mode asked, even where a stale temporary file was "
           "left") {
-  TemporaryDirectory directory;
+  test::TemporaryDirectory directory;
   std::filesystem::path file = directory.path / "session.tls";
   // One a process of our PID left, open to all: made anew, not reused.
   std::filesystem::path stale = file.string() + "." + std::to_string(::getpid()) + ".tmp";
@@ -107,7 +92,7 @@ TEST_CASE("util::replace_file gives the mode asked, even where a stale temporary
     Umask mask(022);
     CHECK(util::replace_file(file, "secret", {0600, false}) == 0);
   }
-  CHECK(contents(file) == "secret");
+  CHECK(test::file_contents(file) == "secret");
   CHECK((info_of(file).st_mode & 07777) == 0600);
   CHECK_FALSE(std::filesystem::exists(stale));
 }
