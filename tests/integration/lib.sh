@@ -267,6 +267,16 @@ wait_for_file() {
   done
 }
 
+# Waits (up to 20 s, polling) until COUNT commands started in the background have each
+# touched its `started.N` in the current directory.
+wait_for_started() {
+  local tries=0
+  until [ "$(find . -name 'started.*' | wc -l)" -ge "$1" ] || [ $tries -ge 400 ]; do
+    sleep 0.05
+    tries=$((tries + 1))
+  done
+}
+
 # The wall clock in microseconds, from bash itself (no process): the binary reads the same
 # CLOCK_REALTIME.
 now_us() {

@@ -131,11 +131,7 @@ test_gauges_of_a_pause_and_of_the_run_slots() {
   for i in 1 2 3; do
     rl run jobs -j 2 -- sh -c 'touch "started.$1"; while [ -e hold ]; do sleep 0.05; done' sh "$i" &
   done
-  local tries=0
-  until [ "$(find . -name 'started.*' | wc -l)" -ge 2 ] || [ $tries -ge 400 ]; do
-    sleep 0.05
-    tries=$((tries + 1))
-  done
+  wait_for_started 2
   expect_status 0 rl metrics
   expect_valid_metrics || { rm -f hold; wait; return 1; }
   expect_eq 2.0 "$(sample ratelimit_running "{'key': 'jobs'}")" "running on jobs"

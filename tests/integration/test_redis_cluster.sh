@@ -164,11 +164,7 @@ test_status_lists_the_commands_on_run_slots_of_every_master() {
     rl run "job$i" -j 1 -- sh -c 'touch "started.$1"; while [ -e hold ]; do sleep 0.05; done' \
       sh "$i" &
   done
-  local tries=0
-  until [ "$(find . -name 'started.*' | wc -l)" -ge 6 ] || [ $tries -ge 400 ]; do
-    sleep 0.05
-    tries=$((tries + 1))
-  done
+  wait_for_started 6
   expect_status 0 rl --json status
   rm hold
   wait
