@@ -165,24 +165,10 @@ test_run_observe_refuses_what_it_does_not_combine_with() {
   expect_contains "$ERR" "--max-pause applies only with --observe"
 }
 
-# Starts tests/integration/stand_in_api.py with ARGUMENTS on loopback; sets API_PORT and
-# API_PID.
-start_api() {
-  /usr/bin/python3 "$SUITE_DIR/stand_in_api.py" --port-file port --log api.log --lifetime 120 "$@" &
-  API_PID=$!
-  wait_for_file port
-  API_PORT=$(cat port)
-}
-
-stop_api() {
-  kill "$API_PID" 2>/dev/null
-  wait "$API_PID" 2>/dev/null
-}
-
 # curl gets --dump-header: a 429 with Retry-After pauses the key; the recipe runs in xargs -I{}.
 test_run_observe_adds_dump_header_to_curl_in_xargs() {
   command -v curl >/dev/null || { skip "no curl"; return 0; }
-  start_api --limit 2 --period 30 --window sliding --retry-after 4 --fields github
+  start_api api.log --limit 2 --period 30 --window sliding --retry-after 4 --fields github
   export TMPDIR=$TEST_DIR/tmp
   mkdir -p "$TMPDIR"
   seq 3 | xargs -P 1 -I{} "$RATELIMIT" run api -r 100/s --observe -- \
@@ -201,7 +187,7 @@ test_run_observe_adds_dump_header_to_curl_in_xargs() {
 # The user's own -D FILE is read and left; -D - cannot be read: a warning.
 test_run_observe_reads_the_user_s_dump_header() {
   command -v curl >/dev/null || { skip "no curl"; return 0; }
-  start_api --limit 0 --retry-after 2
+  start_api api.log --limit 0 --retry-after 2
   rl run api -r 100/s --observe -- curl -s -o /dev/null -sD mine.txt "http://127.0.0.1:$API_PORT/a" \
     2>errors
   expect_eq 0 "$?" "status"
@@ -219,7 +205,7 @@ test_run_observe_reads_the_user_s_dump_header() {
 
 test_the_stand_in_api_sends_its_quota_fields_and_changes_its_limit() {
   command -v curl >/dev/null || { skip "no curl"; return 0; }
-  start_api --limit 2 --period 60 --fields github,ietf,draft --retry-after auto \
+  start_api api.log --limit 2 --period 60 --fields github,ietf,draft --retry-after auto \
     --other-rate 4 --then 1.5:100/60
   local i
   for i in 1 2 3; do
