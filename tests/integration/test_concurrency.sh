@@ -242,20 +242,6 @@ test_status_shows_the_holders_and_reset_frees_them() {
 
 # --- a strict API ---------------------------------------------------------------------------
 
-# Starts tests/integration/stand_in_api.py (5 per second by arrival) on loopback; sets
-# API_PORT and API_PID.
-start_api() {
-  /usr/bin/python3 "$SUITE_DIR/stand_in_api.py" --port-file port --log arrivals --limit 5 \
-    --period 1 --lifetime 120 &
-  API_PID=$!
-  wait_for_file port
-  API_PORT=$(cat port)
-}
-
-stop_api() {
-  kill "$API_PID" 2>/dev/null
-  wait "$API_PID" 2>/dev/null
-}
 
 # 40 curls through xargs -P 8, each delayed before it connects by 0 or 0.3 s (a start, a
 # lookup, a handshake that vary); prints how many were answered 429.
@@ -273,7 +259,7 @@ SH
 
 test_a_strict_api_never_answers_429_with_until_exit() {
   command -v curl >/dev/null || { skip "no curl"; return 0; }
-  start_api
+  start_api arrivals --limit 5 --period 1 # 5 per second by arrival
   local refused
   refused=$(curl_forty --until-exit)
   stop_api
@@ -284,7 +270,7 @@ test_a_strict_api_never_answers_429_with_until_exit() {
 
 test_a_strict_api_answers_429_to_grants_a_period_apart() {
   command -v curl >/dev/null || { skip "no curl"; return 0; }
-  start_api
+  start_api arrivals --limit 5 --period 1 # 5 per second by arrival
   local refused
   refused=$(curl_forty -a sliding-log)
   stop_api
