@@ -169,7 +169,8 @@ std::optional<int> take_slot(store::Store& store, std::unique_ptr<store::RunSlot
   if (!run.until_exit && !run.request.limits.empty()) {
     // The rate's slot after the running slot: commands started in a burst once slots free
     // up would otherwise follow grants made long before.
-    Acquired acquired = acquire(store, signals, global, run.request,
+    StoreGate gate(store, run.request);
+    Acquired acquired = acquire(gate, signals, global, run.request,
                                 run.no_wait ? Asking::now_to_run : Asking::for_the_next, left);
     if (acquired.signal != 0 || !acquired.decision.allowed) {
       slots->finish();
