@@ -36,13 +36,20 @@ struct Refusal {
   std::optional<core::Nanos> retry_after;
   bool behind = false;
   bool timed_out = false;
+  // The end of the key's pause, when a pause holds the start; else 0.
+  core::Nanos paused_until = 0;
+  core::Nanos now = 0;
 };
 
 void report_refusal(const GlobalOptions& global, const HoldingRun& run,
                     const std::vector<core::RunCap>& caps, const Refusal& refusal) {
   if (!global.quiet) {
-    std::string limited = fmt::format("{} limited {}", util::printable_key(run.request.key),
-                                      describe_cap(caps[refusal.binding]));
+    std::string limited =
+        refusal.paused_until != 0
+            ? fmt::format("{} paused until {}", util::printable_key(run.request.key),
+                          utc_time(refusal.paused_until))
+            : fmt::format("{} limited {}", util::printable_key(run.request.key),
+                          describe_cap(caps[refusal.binding]));
     std::string where;
     if (refusal.behind) {
       where = "commands that came first are waiting";
@@ -63,6 +70,12 @@ void report_refusal(const GlobalOptions& global, const HoldingRun& run,
       object.field("retry_after_ms", core::ceil_millis(*refusal.retry_after));
     } else {
       object.raw_field("retry_after_ms", "null");
+    }
+    if (refusal.paused_until != 0) {
+      core::Decision paused;
+      paused.now = refusal.now;
+      paused.paused_until = refusal.paused_until;
+      add_pause_fields(object, paused);
     }
     if (!global.local_fallback.empty()) {
       object.field("store_error", global.local_fallback);
@@ -127,8 +140,14 @@ Slot wait_for_slot(store::RunSlots& slots, util::InterruptSignals& signals,
   while (!answer.started) {
     core::Nanos elapsed = util::monotonic_nanos() - began;
     core::Nanos left = run.max_wait == k_forever ? k_forever : run.max_wait - elapsed;
-    Refusal refusal{answer.admission.binding, std::nullopt, answer.behind, false};
+    Refusal refusal{answer.admission.binding,
+                    std::nullopt,
+                    answer.behind,
+                    false,
+                    answer.behind ? 0 : answer.admission.paused_until,
+                    answer.now};
     if (!answer.behind && answer.admission.admission == core::Admission::at) {
+      // Until a release, or until a pause ends: the waiter sleeps until then and looks again.
       refusal.retry_after = answer.admission.at - answer.now;
     }
     bool refused = run.no_wait;
