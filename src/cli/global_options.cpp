@@ -3,6 +3,7 @@
 #include "cli/usage_error.hpp"
 #include "core/rate.hpp"
 #include "store/open_store.hpp"
+#include "store/redis_keys.hpp"
 #include "store/store.hpp"
 #include "store/store_url.hpp"
 
@@ -336,6 +337,9 @@ std::unique_ptr<store::Store> open_store_as(const GlobalOptions& options,
       throw UsageError(location.error());
     }
     if (const auto* parsed = std::get_if<store::RedisLocation>(&*location)) {
+      if (std::optional<std::string> problem = store::redis_prefix_problem(options.redis_prefix)) {
+        throw UsageError(*problem);
+      }
       store::RedisLocation redis = *parsed;
       complete_redis_location(options, redis);
       return store::open_store(std::move(redis), settings);
