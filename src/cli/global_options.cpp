@@ -29,7 +29,8 @@ void add_global_options(CLI::App& app, GlobalOptions& options) {
   app.add_option("--on-store-error", options.on_store_error,
                  "When the store fails: deny (exit 3), allow (grant, with a warning on stderr) "
                  "or local (Redis out of reach: decide on the --db database, with a warning; "
-                 "each host then keeps the limit alone, so N hosts admit up to N times it); "
+                 "each host then keeps the limit alone, so N hosts admit up to N + 1 times it, "
+                 "counting slots Redis granted before); "
                  "default [store] on_error, else deny")
       ->option_text("deny|allow|local")
       ->check(CLI::Validator(
