@@ -14,6 +14,7 @@ Acquisition acquire_slot(Gate& gate, Sleeper& sleeper, const SlotAsk& ask,
   request.cost = ask.cost;
   request.reserve = ask.reserve;
   Acquisition acquired;
+  std::optional<core::Nanos> first_sleep;
   for (;;) {
     request.max_wait = ask.max_wait == k_forever
                            ? k_forever
@@ -43,6 +44,9 @@ Acquisition acquire_slot(Gate& gate, Sleeper& sleeper, const SlotAsk& ask,
     if (wait >= store::k_long_sleep) {
       gate.close_while_sleeping(); // the slot is taken: nothing holds it but the store
     }
+    if (!first_sleep) {
+      first_sleep = sleeper.now();
+    }
     acquired.interrupted = sleeper.sleep(wait);
     if (acquired.interrupted != 0) {
       give_back();
@@ -62,7 +66,7 @@ Acquisition acquire_slot(Gate& gate, Sleeper& sleeper, const SlotAsk& ask,
     }
     give_back();
   }
-  acquired.waited = sleeper.now() - started;
+  acquired.waited = first_sleep ? sleeper.now() - *first_sleep : 0;
   return acquired;
 }
 

@@ -49,7 +49,8 @@ struct Acquisition {
   core::Decision decision;
   // What `ReserveMore` reserved with the slot granted.
   std::optional<core::Decision> more;
-  // From the first ask until the slot or the refusal, by the sleeper's clock.
+  // From the first sleep until the slot or the refusal, by the sleeper's clock (its pause
+  // checks and decisions after it included); 0 when it did not sleep.
   core::Nanos waited = 0;
   // The sleeper's code for a sleep ended early (its reservations given back), or 0.
   int interrupted = 0;
