@@ -70,4 +70,35 @@ Acquisition acquire_slot(Gate& gate, Sleeper& sleeper, const SlotAsk& ask,
   return acquired;
 }
 
+RunSlotWait wait_for_run_slot(RunSlotQueue& queue, Sleeper& clock, core::Nanos max_wait,
+                              bool no_wait) {
+  constexpr core::Nanos k_forever = std::numeric_limits<core::Nanos>::max();
+  core::Nanos began = clock.now();
+  RunSlotWait result;
+  result.answer = queue.attempt();
+  while (!result.answer.started) {
+    const store::StartAnswer& answer = result.answer;
+    core::Nanos left = max_wait == k_forever ? k_forever : max_wait - (clock.now() - began);
+    // When the start is allowed, if anyone knows: a release, or the end of a pause.
+    std::optional<core::Nanos> retry_after;
+    if (!answer.behind && answer.admission.admission == core::Admission::at) {
+      retry_after = answer.admission.at - answer.now;
+    }
+    if (!no_wait && (left <= 0 || (retry_after && *retry_after > left))) {
+      result.timed_out = true;
+    }
+    if (no_wait || result.timed_out) {
+      return result;
+    }
+    result.interrupted = queue.wait_for_change(retry_after ? *retry_after : left);
+    if (result.interrupted != 0) {
+      return result;
+    }
+    result.answer = queue.attempt();
+  }
+  result.started = true;
+  result.waited = clock.now() - began;
+  return result;
+}
+
 } // namespace ratelimit::cli

@@ -2,6 +2,7 @@
 
 #include "cli/gate.hpp"
 #include "core/decide.hpp"
+#include "store/run_slots.hpp"
 
 #include <functional>
 #include <limits>
@@ -69,5 +70,39 @@ struct Acquisition {
 // pause, which cannot take back a slot the store granted: see `pause_unchecked`.
 Acquisition acquire_slot(Gate& gate, Sleeper& sleeper, const SlotAsk& ask,
                          const ReserveMore& reserve_more = {});
+
+// A place in the queue of a key's run slots (`run -j`, `run --until-exit`), as the waiter
+// for a start sees it.
+class RunSlotQueue {
+public:
+  virtual ~RunSlotQueue() = default;
+
+  // Tries to start: joins the queue the first time (RunSlots::join), then RunSlots::try_start.
+  virtual store::StartAnswer attempt() = 0;
+
+  // Sleeps until the slots may have changed, `timeout` at most (RunSlots::wait_for_change);
+  // returns 0, or the code of what ended the sleep (a signal).
+  virtual int wait_for_change(core::Nanos timeout) = 0;
+};
+
+// What waiting for a run slot ended with.
+struct RunSlotWait {
+  bool started = false;
+  // Not started: the last answer, and whether it was refused for --timeout.
+  store::StartAnswer answer;
+  bool timed_out = false;
+  // The code of a sleep ended early, or 0.
+  int interrupted = 0;
+  // From the first attempt until the start, by the clock of `clock`.
+  core::Nanos waited = 0;
+};
+
+// Waits for a start on `queue` within `max_wait` (at once with `no_wait`): sleeps until a
+// known release or the end of a pause, or until the slots change when only a holder's exit
+// can free one; a start further away than what is left of `max_wait` is refused at once,
+// and so is one blocked when nothing is left. The caller leaves the queue when it did not
+// start. Commands are started in arrival order (`behind`: others came first).
+RunSlotWait wait_for_run_slot(RunSlotQueue& queue, Sleeper& clock, core::Nanos max_wait,
+                              bool no_wait);
 
 } // namespace ratelimit::cli

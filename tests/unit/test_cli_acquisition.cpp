@@ -320,3 +320,137 @@ TEST_CASE("cli::acquire_slot: try and --no-wait decide once") {
   CHECK(clock.sleeps.empty());
   CHECK(key.decisions == 2);
 }
+
+namespace {
+
+// The run slots of one key on the virtual clock: holders that exit at chosen instants, and a
+// pause; a wait for a change ends at the next exit.
+class VirtualQueue final : public cli::RunSlotQueue {
+public:
+  VirtualQueue(VirtualClock& clock, std::vector<core::RunCap> caps)
+      : m_clock(clock), m_caps(std::move(caps)) {}
+
+  std::vector<core::RunHolder> holders;
+  // When each running holder exits, by its index.
+  std::map<Nanos, std::size_t> exits;
+  Nanos paused_until = 0;
+  std::optional<Nanos> signal_at;
+  int attempts = 0;
+  std::vector<Nanos> waits;
+
+  store::StartAnswer attempt() override {
+    ++attempts;
+    store::StartAnswer answer;
+    answer.now = m_clock.time;
+    answer.admission = core::admit_run(holders, m_caps, 1, m_clock.time, paused_until);
+    answer.started = answer.admission.admission == core::Admission::now;
+    return answer;
+  }
+  int wait_for_change(Nanos timeout) override {
+    waits.push_back(timeout);
+    Nanos end = timeout == std::numeric_limits<Nanos>::max() ? timeout : m_clock.time + timeout;
+    Nanos next_exit = exits.empty() ? std::numeric_limits<Nanos>::max() : exits.begin()->first;
+    if (signal_at && *signal_at <= std::min(end, next_exit)) {
+      m_clock.time = *signal_at;
+      return 15;
+    }
+    if (next_exit <= end) {
+      auto exit = exits.extract(exits.begin());
+      m_clock.time = exit.key();
+      holders[exit.mapped()].ended = exit.key();
+      return 0;
+    }
+    m_clock.time = end;
+    return 0;
+  }
+
+private:
+  VirtualClock& m_clock;
+  std::vector<core::RunCap> m_caps;
+};
+
+} // namespace
+
+TEST_CASE("cli::wait_for_run_slot: a waiter blocked by a running holder gives up when "
+          "--timeout runs out") {
+  VirtualClock clock;
+  VirtualQueue queue(clock, {{1, 0}});
+  queue.holders.push_back({1, k_t0, std::nullopt});
+  cli::RunSlotWait wait = cli::wait_for_run_slot(queue, clock, 500 * k_ms, false);
+  CHECK_FALSE(wait.started);
+  CHECK(wait.timed_out);
+  CHECK(wait.answer.admission.admission == core::Admission::on_exit);
+  CHECK(queue.waits == std::vector<Nanos>{500 * k_ms});
+  CHECK(clock.time == k_t0 + 500 * k_ms);
+}
+
+TEST_CASE("cli::wait_for_run_slot: a known release beyond --timeout is refused at once") {
+  VirtualClock clock;
+  VirtualQueue queue(clock, {{1, 30 * k_s}});
+  queue.holders.push_back({1, k_t0 - k_s, k_t0});
+  cli::RunSlotWait wait = cli::wait_for_run_slot(queue, clock, 5 * k_s, false);
+  CHECK_FALSE(wait.started);
+  CHECK(wait.timed_out);
+  CHECK(wait.answer.admission.at == k_t0 + 30 * k_s);
+  CHECK(queue.waits.empty());
+}
+
+TEST_CASE("cli::wait_for_run_slot starts at a holder's exit, or at a release after it") {
+  VirtualClock clock;
+  SUBCASE("-j 1: at the exit") {
+    VirtualQueue queue(clock, {{1, 0}});
+    queue.holders.push_back({1, k_t0, std::nullopt});
+    queue.exits.emplace(k_t0 + 2 * k_s, 0);
+    cli::RunSlotWait wait =
+        cli::wait_for_run_slot(queue, clock, std::numeric_limits<Nanos>::max(), false);
+    CHECK(wait.started);
+    CHECK(wait.waited == 2 * k_s);
+    CHECK(queue.attempts == 2);
+  }
+  SUBCASE("--until-exit -r 1/1s: a period after the exit") {
+    VirtualQueue queue(clock, {{1, k_s}});
+    queue.holders.push_back({1, k_t0 - k_s, k_t0});
+    cli::RunSlotWait wait = cli::wait_for_run_slot(queue, clock, 5 * k_s, false);
+    CHECK(wait.started);
+    CHECK(queue.waits == std::vector<Nanos>{k_s});
+    CHECK(wait.waited == k_s);
+  }
+}
+
+TEST_CASE("cli::wait_for_run_slot: a pause holds the start until its end") {
+  VirtualClock clock;
+  VirtualQueue queue(clock, {{2, 0}});
+  queue.paused_until = k_t0 + 3 * k_s;
+  SUBCASE("waiting") {
+    cli::RunSlotWait wait =
+        cli::wait_for_run_slot(queue, clock, std::numeric_limits<Nanos>::max(), false);
+    CHECK(wait.started);
+    CHECK(wait.waited == 3 * k_s);
+    CHECK(queue.waits == std::vector<Nanos>{3 * k_s});
+  }
+  SUBCASE("--no-wait") {
+    cli::RunSlotWait wait = cli::wait_for_run_slot(queue, clock, 0, true);
+    CHECK_FALSE(wait.started);
+    CHECK_FALSE(wait.timed_out);
+    CHECK(wait.answer.admission.paused_until == k_t0 + 3 * k_s);
+    CHECK(queue.waits.empty());
+  }
+  SUBCASE("--timeout shorter than the pause") {
+    cli::RunSlotWait wait = cli::wait_for_run_slot(queue, clock, 2 * k_s, false);
+    CHECK_FALSE(wait.started);
+    CHECK(wait.timed_out);
+    CHECK(queue.waits.empty());
+  }
+}
+
+TEST_CASE("cli::wait_for_run_slot: a signal ends the wait") {
+  VirtualClock clock;
+  VirtualQueue queue(clock, {{1, 0}});
+  queue.holders.push_back({1, k_t0, std::nullopt});
+  queue.signal_at = k_t0 + 300 * k_ms;
+  cli::RunSlotWait wait =
+      cli::wait_for_run_slot(queue, clock, std::numeric_limits<Nanos>::max(), false);
+  CHECK_FALSE(wait.started);
+  CHECK(wait.interrupted == 15);
+  CHECK_FALSE(wait.timed_out);
+}
