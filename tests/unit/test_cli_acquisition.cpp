@@ -99,9 +99,9 @@ cli::SlotAsk reserve_within(Nanos max_wait = std::numeric_limits<Nanos>::max()) 
   return ask;
 }
 
-// Runs `event` at `at`, going on with the sleep.
-void at(VirtualClock& clock, Nanos at, std::function<void()> event) {
-  clock.events.emplace(at, [event = std::move(event)] {
+// Runs `event` at `time`, going on with the sleep.
+void at(VirtualClock& clock, Nanos time, std::function<void()> event) {
+  clock.events.emplace(time, [event = std::move(event)] {
     event();
     return 0;
   });
@@ -355,9 +355,9 @@ public:
       return 15;
     }
     if (next_exit <= end) {
-      auto exit = exits.extract(exits.begin());
-      m_clock.time = exit.key();
-      holders[exit.mapped()].ended = exit.key();
+      auto exited = exits.extract(exits.begin());
+      m_clock.time = exited.key();
+      holders[exited.mapped()].ended = exited.key();
       return 0;
     }
     m_clock.time = end;
