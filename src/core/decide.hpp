@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -18,6 +19,9 @@ struct Request {
   bool reserve = false;
   // With `reserve`: the longest acceptable wait; a later slot is refused, not reserved.
   Nanos max_wait = std::numeric_limits<Nanos>::max();
+  // The caller will report its request's answer (`run --observe`): until then the grant
+  // counts as on its way to the server for the key's server budget.
+  bool awaits_answer = false;
 };
 
 // What a granted reservation took, so that an interrupted waiter can give it back.
@@ -25,6 +29,9 @@ struct Grant {
   Nanos at = 0;
   std::int64_t cost = 0;
   std::vector<std::int64_t> markers; // one per limit
+  // The key's grant sequence after this grant (ServerWord::grant_seq): what `observe
+  // --grant` names the request by.
+  std::int64_t seq = 0;
 };
 
 // The state of one limit after a decision.
@@ -66,6 +73,12 @@ struct Decision {
   // The end of the key's pause when one runs at the decision (`wait` reaches at least to
   // it, and `remaining` is 0); else 0.
   Nanos paused_until = 0;
+  // The reset of the server budget that held the request's slot back to it (the slot the
+  // limits and the pause allowed was past what the server said was left); else 0.
+  Nanos budget_until = 0;
+  // The key's server budget after the decision, when a ceiling runs: `remaining` is at most
+  // its remaining.
+  std::optional<BudgetStanding> budget;
   std::vector<LimitReport> limits;
   Grant grant;
 };
@@ -73,7 +86,8 @@ struct Decision {
 // Decides `request` for a key with `state` under `limits` (all or nothing), updating
 // `state` and `log` when granted. Pure: the only time is `request.now`. `limits` must have
 // passed `check_limits`. While the key is paused a `try` is refused until the pause ends,
-// and a reservation's slot is not before its end.
+// and a reservation's slot is not before its end; a slot past what the server budget holds
+// is moved to the reset that admits it (core::budget_open).
 Decision decide(KeyState& state, std::span<const Limit> limits, GrantLog& log,
                 const Request& request);
 
@@ -88,13 +102,29 @@ void give_back(KeyState& state, std::span<const Limit> limits, GrantLog& log, Na
 Decision inspect(const KeyState& state, GrantLog& log, Nanos now, std::int64_t cost = 1);
 
 // Whether `state` is a fresh key's at `now`: forgetting it would change no decision. A
-// paused key is not fresh until its pause ends.
+// paused key is not fresh until its pause ends, nor one with a server budget or an awaited
+// answer until they end.
 bool is_fresh(const KeyState& state, GrantLog& log, Nanos now);
+
+// Whether the limits of `state` are fresh at `now`, whatever its pause and server word:
+// a call naming other limits forgets them, and keeps the key only for what a server said
+// (`holds_server_word`).
+bool limits_fresh(const KeyState& state, GrantLog& log, Nanos now);
+
+// Whether `state` holds what a server said that still runs at `now`: a pause, a server
+// budget, a grant awaiting its answer.
+bool holds_server_word(const KeyState& state, Nanos now);
 
 // Pauses the key of `state` from its clock (`now`, or later when the clock stepped back)
 // for `duration`: it grants nothing until then. A pause already running that ends later
 // is kept: a pause extends one, never shortens it. The end is at most k_max_time. Returns
 // the end of the pause.
 Nanos pause(KeyState& state, Nanos now, Nanos duration);
+
+// Applies what a server answered to the key of `state` at its clock (`now`, or later when
+// the clock stepped back): the pause it asks for (core::pause), then where the quota
+// stands, the answered grant and the policies (core::observe_server). Returns the end of
+// the key's pause (0 or a past time when none runs).
+Nanos observe(KeyState& state, Nanos now, const Observation& observation);
 
 } // namespace ratelimit::core
