@@ -271,12 +271,16 @@ std::size_t RedisStore::reset(std::span<const std::string> keys, bool all) {
 PauseStanding RedisStore::pause(std::string_view key, core::Nanos duration) {
   // Rounded up to whole microseconds: a pause is never shorter than asked.
   PauseStanding standing = m_script.pause(key, core::ceil_div(duration, k_micro));
-  return {to_nanos(standing.now), to_nanos(standing.paused_until)};
+  return {to_nanos(standing.now), to_nanos(standing.paused_until), 0, {}};
 }
 
 PauseStanding RedisStore::pause_of(std::string_view key) {
   PauseStanding standing = m_script.pause_of(key);
-  return {to_nanos(standing.now), to_nanos(standing.paused_until)};
+  return {to_nanos(standing.now), to_nanos(standing.paused_until), 0, {}};
+}
+
+PauseStanding RedisStore::observe(std::string_view, const core::Observation&) {
+  throw UnsupportedRequest("redis: observe: not yet");
 }
 
 std::vector<std::string> RedisStore::collect_garbage() {

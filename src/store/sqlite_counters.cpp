@@ -1,4 +1,5 @@
-// The per-key counters of a SqliteStore: the counters table, apart from the keys' state.
+// The per-key counters of a SqliteStore: the counters table, apart from the keys' state, and
+// the throttles table (the answers 429 and 503 observed), which only `observe` writes.
 #include "store/sqlite_store.hpp"
 
 #include <limits>
@@ -53,6 +54,13 @@ KeyCounters SqliteStore::counters_of(std::string_view key) {
     counters = {select.column_int(0), select.column_int(1), select.column_int(2)};
   }
   select.reset();
+  Statement& throttles =
+      prepared(m_select_throttles, "SELECT count FROM throttles WHERE name = ?1");
+  throttles.bind_blob(1, key);
+  if (throttles.step()) {
+    counters.throttled = throttles.column_int(0);
+  }
+  throttles.reset();
   return counters;
 }
 
@@ -63,16 +71,26 @@ void SqliteStore::forget_stale_counters(core::Nanos now, std::int64_t limit) {
       .bind(1, now - k_counter_retention)
       .bind(2, limit)
       .run();
+  prepared(m_forget_stale_throttles,
+           "DELETE FROM throttles WHERE name IN (SELECT name FROM throttles WHERE touched_at < "
+           "?1 ORDER BY touched_at LIMIT ?2)")
+      .bind(1, now - k_counter_retention)
+      .bind(2, limit)
+      .run();
 }
 
 std::vector<NamedCounters> SqliteStore::counters() {
   return read_transaction([&] {
     std::vector<NamedCounters> result;
     Statement all(m_database.handle(),
-                  "SELECT name, granted, limited, waited_us FROM counters ORDER BY name");
+                  "SELECT name, sum(granted), sum(limited), sum(waited_us), sum(throttled) FROM ("
+                  "SELECT name, granted, limited, waited_us, 0 AS throttled FROM counters "
+                  "UNION ALL SELECT name, 0, 0, 0, count FROM throttles) "
+                  "GROUP BY name ORDER BY name");
     while (all.step()) {
-      result.push_back({std::string(all.column_blob(0)),
-                        {all.column_int(1), all.column_int(2), all.column_int(3)}});
+      result.push_back(
+          {std::string(all.column_blob(0)),
+           {all.column_int(1), all.column_int(2), all.column_int(3), all.column_int(4)}});
     }
     all.reset();
     return result;

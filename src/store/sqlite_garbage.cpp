@@ -13,9 +13,9 @@
 namespace ratelimit::store {
 
 void SqliteStore::collect_some_garbage(core::Nanos now) {
-  Statement& due = prepared(m_due, "SELECT id, algorithm, clock, limits, fresh_at, log_period, "
-                                   "paused_until FROM keys WHERE fresh_at <= ?1 ORDER BY "
-                                   "fresh_at LIMIT ?2");
+  static const std::string k_due_sql = fmt::format(
+      "SELECT {} FROM keys WHERE fresh_at <= ?1 ORDER BY fresh_at LIMIT ?2", k_state_columns);
+  Statement& due = prepared(m_due, k_due_sql.c_str());
   struct Due {
     std::int64_t id;
     std::optional<core::KeyState> state;

@@ -4,6 +4,7 @@
 
 #include "store/sqlite_grant_log.hpp"
 #include "store/sqlite_key_row.hpp"
+#include "store/state_codec.hpp"
 
 #include <algorithm>
 
@@ -38,7 +39,7 @@ PauseStanding SqliteStore::pause(std::string_view key, core::Nanos duration) {
           .bind(4, std::max(fresh, paused.fresh_at))
           .run();
     }
-    return PauseStanding{paused.state.clock, until};
+    return PauseStanding{paused.state.clock, until, 0, {}};
   });
 }
 
@@ -48,14 +49,19 @@ PauseStanding SqliteStore::pause_of(std::string_view key) {
   // whose slot fell between a pause's reading of the clock and its commit would go ahead
   // inside the pause.
   return transaction([&] {
-    Statement& select =
-        prepared(m_select_pause, "SELECT clock, paused_until FROM keys WHERE name = ?1");
+    Statement& select = prepared(
+        m_select_pause, "SELECT clock, paused_until, grant_seq, server FROM keys WHERE name = ?1");
     select.bind_blob(1, key);
-    PauseStanding standing{now(), 0};
+    PauseStanding standing{now(), 0, 0, {}};
     if (select.step()) {
       standing.now = std::max(standing.now, select.column_int(0));
       core::Nanos until = select.column_int(1);
       standing.paused_until = until > standing.now ? until : 0;
+      // A server word that cannot be read holds nobody here; the decision after says so.
+      if (auto word = decode_server_word(select.column_blob(3))) {
+        word->grant_seq = select.column_int(2);
+        standing.overdrawn_until = core::overdrawn_until(*word, standing.now);
+      }
     }
     select.reset();
     return standing;

@@ -82,4 +82,134 @@ std::optional<StoredLimits> decode_limits(std::string_view bytes) {
   return stored;
 }
 
+namespace {
+
+// Reads int64 and padded strings from the front of `bytes`, failing once anything is short.
+class Reader {
+public:
+  explicit Reader(std::string_view bytes) : m_bytes(bytes) {}
+
+  std::optional<std::int64_t> number() {
+    if (m_bytes.size() < 8) {
+      return std::nullopt;
+    }
+    std::int64_t value = get(m_bytes, 0);
+    m_bytes.remove_prefix(8);
+    return value;
+  }
+
+  // A count of at most `most` items.
+  std::optional<std::size_t> count(std::size_t most) {
+    auto value = number();
+    if (!value || *value < 0 || static_cast<std::uint64_t>(*value) > most) {
+      return std::nullopt;
+    }
+    return static_cast<std::size_t>(*value);
+  }
+
+  std::optional<std::string> text(std::size_t most) {
+    auto size = count(most);
+    if (!size) {
+      return std::nullopt;
+    }
+    std::size_t padded = (*size + 7) / 8 * 8;
+    if (m_bytes.size() < padded) {
+      return std::nullopt;
+    }
+    std::string value(m_bytes.substr(0, *size));
+    m_bytes.remove_prefix(padded);
+    return value;
+  }
+
+  bool done() const { return m_bytes.empty(); }
+
+private:
+  std::string_view m_bytes;
+};
+
+void put_text(std::string& out, const std::string& text) {
+  put(out, static_cast<std::int64_t>(text.size()));
+  out += text;
+  out.append((8 - text.size() % 8) % 8, '\0');
+}
+
+} // namespace
+
+std::string encode_server_word(const core::ServerWord& word) {
+  std::string out;
+  if (word.budget.empty() && word.awaited.empty() && word.policies.empty()) {
+    return out;
+  }
+  put(out, static_cast<std::int64_t>(word.budget.size()));
+  for (const core::BudgetEntry& entry : word.budget) {
+    put(out, entry.ceiling);
+    put(out, entry.reset);
+  }
+  put(out, static_cast<std::int64_t>(word.awaited.size()));
+  for (const core::AwaitedAnswer& awaited : word.awaited) {
+    put(out, awaited.seq);
+    put(out, awaited.cost);
+    put(out, awaited.at);
+  }
+  put(out, static_cast<std::int64_t>(word.policies.size()));
+  for (const core::LearnedPolicy& policy : word.policies) {
+    put(out, policy.quota);
+    put(out, policy.window);
+    put_text(out, policy.field);
+    put_text(out, policy.name);
+  }
+  return out;
+}
+
+std::optional<core::ServerWord> decode_server_word(std::string_view bytes) {
+  core::ServerWord word;
+  if (bytes.empty()) {
+    return word;
+  }
+  Reader read(bytes);
+  auto entries = read.count(core::k_max_budget_entries);
+  if (!entries) {
+    return std::nullopt;
+  }
+  for (std::size_t i = 0; i < *entries; ++i) {
+    auto ceiling = read.number();
+    auto reset = read.number();
+    if (!reset) {
+      return std::nullopt;
+    }
+    word.budget.push_back({*ceiling, *reset});
+  }
+  auto awaited = read.count(core::k_max_awaited_answers);
+  if (!awaited) {
+    return std::nullopt;
+  }
+  for (std::size_t i = 0; i < *awaited; ++i) {
+    auto seq = read.number();
+    auto cost = read.number();
+    auto at = read.number();
+    if (!at) {
+      return std::nullopt;
+    }
+    word.awaited.push_back({*seq, *cost, *at});
+  }
+  auto policies = read.count(core::k_max_policies);
+  if (!policies) {
+    return std::nullopt;
+  }
+  for (std::size_t i = 0; i < *policies; ++i) {
+    auto quota = read.number();
+    auto window = read.number();
+    auto field = window ? read.text(core::k_max_policy_text) : std::nullopt;
+    auto name = field ? read.text(core::k_max_policy_text) : std::nullopt;
+    if (!name) {
+      return std::nullopt;
+    }
+    word.policies.push_back({std::move(*field), std::move(*name), *quota, *window});
+  }
+  if (!read.done() || !core::within_bounds(word)) {
+    return std::nullopt;
+  }
+  return word;
+}
+
 } // namespace ratelimit::store

@@ -25,4 +25,15 @@ std::string encode_limits(const std::vector<core::LimitState>& limits,
 // The inverse of `encode_limits`; nothing when `bytes` is not such an encoding.
 std::optional<StoredLimits> decode_limits(std::string_view bytes);
 
+// What a key keeps of its servers' word besides its grant sequence (stored apart, since
+// every grant changes it) as bytes: little-endian int64 throughout, the count of ceilings
+// then each (ceiling, reset), the count of awaited answers then each (seq, cost, at), the
+// count of policies then each (quota, window, the length of its field, its bytes padded to
+// 8, the length of its name, its bytes padded to 8). Empty when the key holds none of them.
+std::string encode_server_word(const core::ServerWord& word);
+
+// The inverse of `encode_server_word` (`grant_seq` left 0); nothing when `bytes` is not such
+// an encoding or holds more than the core's bounds.
+std::optional<core::ServerWord> decode_server_word(std::string_view bytes);
+
 } // namespace ratelimit::store
