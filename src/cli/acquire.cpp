@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 #include <limits>
+#include <random>
 
 namespace ratelimit::cli {
 
@@ -58,12 +59,34 @@ void report_failed_open(const GlobalOptions& global, const LimitedRequest& reque
 
 } // namespace
 
+core::Nanos draw_jitter(core::Nanos longest) {
+  if (longest <= 0) {
+    return 0;
+  }
+  std::random_device entropy;
+  return std::uniform_int_distribution<core::Nanos>(0, longest - 1)(entropy);
+}
+
+core::Nanos parse_jitter(const std::optional<std::string>& text) {
+  if (!text) {
+    return 0;
+  }
+  auto jitter = core::parse_duration(*text);
+  if (!jitter) {
+    throw UsageError("--jitter: " + jitter.error());
+  }
+  return *jitter;
+}
+
 Acquired acquire(Gate& gate, util::InterruptSignals& signals, const GlobalOptions& global,
-                 const LimitedRequest& request, Asking asking, core::Nanos max_wait) {
+                 const LimitedRequest& request, Asking asking, core::Nanos max_wait,
+                 core::Nanos jitter) {
   SlotAsk ask;
   ask.cost = request.cost;
   ask.reserve = asking == Asking::for_the_next;
   ask.max_wait = max_wait;
+  ask.awaits_answer = request.awaits_answer;
+  ask.jitter = draw_jitter(jitter);
   CommandSleeper sleeper(signals, request.key, global.quiet);
   Acquisition acquisition = acquire_slot(gate, sleeper, ask);
   if (!acquisition.pause_unchecked.empty()) {
@@ -89,11 +112,12 @@ Acquired acquire(Gate& gate, util::InterruptSignals& signals, const GlobalOption
 }
 
 Acquired acquire_from_store(const GlobalOptions& global, util::InterruptSignals& signals,
-                            const LimitedRequest& request, Asking asking, core::Nanos max_wait) {
+                            const LimitedRequest& request, Asking asking, core::Nanos max_wait,
+                            core::Nanos jitter) {
   std::string failure;
   std::unique_ptr<store::Store> store = open_store_or_fall_back(global, failure);
   FailOpenGate gate(store.get(), request, global, failure);
-  return acquire(gate, signals, global, request, asking, max_wait);
+  return acquire(gate, signals, global, request, asking, max_wait, jitter);
 }
 
 } // namespace ratelimit::cli

@@ -2,6 +2,7 @@
 
 #include "cli/global_options.hpp"
 #include "cli/limit_options.hpp"
+#include "cli/run_retrying.hpp"
 #include "core/run_slots.hpp"
 
 #include <string>
@@ -24,6 +25,10 @@ struct HoldingRun {
   // How long a holder counts as alive without renewing, where liveness needs a lease.
   core::Nanos lease = 30 * core::k_nanos_per_second;
   std::vector<std::string> command;
+  // What happens after the command: --backoff-on, --observe, --retries (none when null).
+  const RetryOptions* retry = nullptr;
+  // --jitter: a command that waited for its rate's slot starts up to this later.
+  core::Nanos jitter = 0;
 };
 
 // The caps of `run`: one per rate under --until-exit (held a period after the exit), and
@@ -34,7 +39,9 @@ std::vector<core::RunCap> run_caps(const HoldingRun& run);
 // holder exits; within --timeout; at once with --no-wait), then, without --until-exit, for
 // the rates as `run` does; starts the command as a child, passes signals on to it, waits,
 // frees the slot, and returns the command's status (128 + N for signal N). Limited: the
-// limited status, with the refusal reported as `run` reports it.
+// limited status, with the refusal reported as `run` reports it. With `retry`, the command's
+// end is handled as `run` handles it (RetryingRuns): a retry takes a new slot, after the
+// pause, as the first did (even under --no-wait).
 int run_holding(const HoldingRun& run, const GlobalOptions& global);
 
 } // namespace ratelimit::cli

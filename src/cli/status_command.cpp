@@ -43,6 +43,43 @@ std::string describe_limits(const core::KeyState& state) {
   return text;
 }
 
+// A learned policy as `status` shows it: `10/5s "default"`, `5000`.
+std::string describe_policy(const core::LearnedPolicy& policy) {
+  std::string text = policy.window > 0 ? core::format_rate({policy.quota, policy.window})
+                                       : std::to_string(policy.quota);
+  if (!policy.name.empty()) {
+    text += " " + util::printable_key(policy.name);
+  }
+  return text;
+}
+
+std::string describe_policies(const core::KeyState& state) {
+  std::string text;
+  for (const core::LearnedPolicy& policy : state.server.policies) {
+    text += (text.empty() ? "" : ", ") + describe_policy(policy);
+  }
+  return text.empty() ? "-" : text;
+}
+
+std::string policies_json(const std::vector<core::LearnedPolicy>& policies) {
+  std::string json = "[";
+  for (const core::LearnedPolicy& policy : policies) {
+    util::JsonObject item;
+    item.field("field", policy.field)
+        .field("policy", policy.name)
+        .field("quota", policy.quota)
+        .raw_field("window_ms", policy.window > 0 ? json_millis(policy.window) : "null");
+    json += (json.size() > 1 ? "," : "") + item.str();
+  }
+  return json + "]";
+}
+
+// Whether `status` shows what servers said of a key: a budget, a policy, a 429 or 503.
+bool has_server_word(const store::KeyStatus& status) {
+  return status.standing.budget || !status.state.server.policies.empty() ||
+         status.counters.throttled > 0;
+}
+
 // The commands on a key's run slots (run -j, --until-exit), as a JSON array.
 std::string runs_json(const std::vector<store::RunEntry>& entries, std::string_view key) {
   std::string json = "[";
@@ -96,10 +133,13 @@ std::string json_status(const store::KeyStatus& status,
     limits.push_back(limit_state.limit);
   }
   object.raw_field("limits", limits_json(state.algorithm, limits, standing));
+  object.raw_field("budget", budget_json(standing.budget, standing.now))
+      .raw_field("policies", policies_json(state.server.policies));
   util::JsonObject counters;
   counters.field("granted", status.counters.granted)
       .field("limited", status.counters.limited)
-      .raw_field("waited_ms", json_millis(status.counters.waited_us * core::k_nanos_per_micro));
+      .raw_field("waited_ms", json_millis(status.counters.waited_us * core::k_nanos_per_micro))
+      .field("throttled", status.counters.throttled);
   object.raw_field("counters", counters.str());
   if (has_runs(entries, status.key)) {
     object.raw_field("runs", runs_json(entries, status.key));
@@ -233,10 +273,19 @@ int run_status(const StatusOptions& options, const GlobalOptions& global) {
     return status->standing.paused_until > status->standing.now;
   });
   std::vector<std::vector<std::string>> rows{{"KEY", "ALGORITHM", "LIMITS", "REMAINING",
-                                              "RETRY AFTER", "RESET AFTER", "LAST USE",
-                                              "GRANTED", "LIMITED", "WAITED"}};
+                                              "RETRY AFTER", "RESET AFTER", "LAST USE", "GRANTED",
+                                              "LIMITED", "WAITED"}};
   if (paused) {
     rows.front().push_back("PAUSED UNTIL");
+  }
+  // The columns of what servers said only when a key shown has some.
+  bool server = std::any_of(shown.begin(), shown.end(), [](const store::KeyStatus* status) {
+    return has_server_word(*status);
+  });
+  if (server) {
+    for (const char* column : {"QUOTA LEFT", "QUOTA RESET", "POLICY", "429/503"}) {
+      rows.front().push_back(column);
+    }
   }
   for (const store::KeyStatus* status : shown) {
     const core::Decision& standing = status->standing;
@@ -252,6 +301,12 @@ int run_status(const StatusOptions& options, const GlobalOptions& global) {
     if (paused) {
       rows.back().push_back(standing.paused_until > standing.now ? utc_time(standing.paused_until)
                                                                  : std::string("-"));
+    }
+    if (server) {
+      rows.back().push_back(standing.budget ? std::to_string(standing.budget->remaining) : "-");
+      rows.back().push_back(standing.budget ? utc_time(standing.budget->reset) : "-");
+      rows.back().push_back(describe_policies(status->state));
+      rows.back().push_back(std::to_string(status->counters.throttled));
     }
   }
   print_table(rows);

@@ -328,7 +328,10 @@ Decision inspect(const KeyState& state, GrantLog& log, Nanos now, std::int64_t c
   decision.refusal = decision.allowed ? Refusal::none : Refusal::later;
   summarise(decision, rules, state.limits, log, decision.allowed);
   if (state.limits.empty()) {
-    decision.remaining = 0; // a key that holds only a pause has no limit to count from
+    // A key that holds only what a server said has no limit to count from: what its budget
+    // has left, if it has one.
+    decision.remaining =
+        budget_standing(state.server, decision.now) ? std::numeric_limits<std::int64_t>::max() : 0;
   }
   decision.reset_after =
       std::max({decision.reset_after, retention_after(rules, state, decision.now),
