@@ -13,7 +13,7 @@ Acquisition acquire_slot(Gate& gate, Sleeper& sleeper, const SlotAsk& ask,
   core::Request request;
   request.cost = ask.cost;
   request.reserve = ask.reserve;
-  request.awaits_answer = ask.awaits_answer;
+  request.answer_wait = ask.awaits_answer ? core::k_answer_wait : 0;
   Acquisition acquired;
   std::optional<core::Nanos> first_sleep;
   for (;;) {

@@ -36,7 +36,7 @@ struct SlotAsk {
   // A refusal whose wait is within `max_wait` (a full leaky-bucket queue takes requests
   // again then) sleeps that long and asks again, rather than ending the loop.
   bool ask_again_after_refusal = false;
-  // core::Request::awaits_answer.
+  // The command reports its answer: core::Request::answer_wait is core::k_answer_wait.
   bool awaits_answer = false;
   // A slot that has to be waited for is taken `jitter` later (--jitter: its longest, times a
   // fraction in [0, 1) drawn by the caller), so that waiters held together do not all start

@@ -30,7 +30,7 @@ struct LimitedRequest {
   std::vector<core::Limit> limits;
   std::int64_t cost = 1;
   // The command reports its answer (run --observe): its grant counts as on its way to the
-  // server until then (core::Request::awaits_answer).
+  // server until then (core::Request::answer_wait).
   bool awaits_answer = false;
 };
 

@@ -232,7 +232,7 @@ Decision decide(KeyState& state, std::span<const Limit> limits, GrantLog& log,
   if (decision.allowed) {
     decision.grant = {at, request.cost, {}};
     decision.grant.seq =
-        count_grant(state.server, decision.now, at, request.cost, request.awaits_answer);
+        count_grant(state.server, decision.now, at, request.cost, request.answer_wait);
     if (rules.shares_state()) {
       std::int64_t marker = rules.take(retention_limit(state, limits), states[0], log, decision.now,
                                        at, request.cost);
@@ -319,25 +319,32 @@ Decision inspect(const KeyState& state, GrantLog& log, Nanos now, std::int64_t c
     decision.paused_until = state.paused_until;
     at = std::max(at, state.paused_until);
   }
-  if (Nanos open = budget_open(state.server, at, cost); open > at) {
-    decision.budget_until = open;
-    at = open;
-  }
   decision.wait = at - decision.now;
   decision.allowed = decision.wait == 0;
   decision.refusal = decision.allowed ? Refusal::none : Refusal::later;
   summarise(decision, rules, state.limits, log, decision.allowed);
-  if (state.limits.empty()) {
-    // A key that holds only what a server said has no limit to count from: what its budget
-    // has left, if it has one.
-    decision.remaining =
-        budget_standing(state.server, decision.now) ? std::numeric_limits<std::int64_t>::max() : 0;
-  }
   decision.reset_after =
       std::max({decision.reset_after, retention_after(rules, state, decision.now),
                 remembered_after(rules, state, log, decision.now)});
-  apply_server_word(decision, state.server);
+  settle_server_word(decision, state, cost);
   return decision;
+}
+
+void settle_server_word(Decision& standing, const KeyState& state, std::int64_t cost) {
+  Nanos at = standing.now + standing.wait;
+  if (Nanos open = budget_open(state.server, at, cost); open > at) {
+    standing.budget_until = open;
+    standing.wait = open - standing.now;
+    standing.allowed = false;
+    standing.refusal = Refusal::later;
+  }
+  if (state.limits.empty()) {
+    // A key that holds only what a server said has no limit to count from: what its budget
+    // has left, if it has one.
+    standing.remaining =
+        budget_standing(state.server, standing.now) ? std::numeric_limits<std::int64_t>::max() : 0;
+  }
+  apply_server_word(standing, state.server);
 }
 
 bool is_fresh(const KeyState& state, GrantLog& log, Nanos now) {

@@ -19,9 +19,10 @@ struct Request {
   bool reserve = false;
   // With `reserve`: the longest acceptable wait; a later slot is refused, not reserved.
   Nanos max_wait = std::numeric_limits<Nanos>::max();
-  // The caller will report its request's answer (`run --observe`): until then the grant
-  // counts as on its way to the server for the key's server budget.
-  bool awaits_answer = false;
+  // Above 0: the caller will report its request's answer (`run --observe`); until then, and
+  // for at most this long after its slot (core::k_answer_wait), the grant counts as on its
+  // way to the server for the key's server budget.
+  Nanos answer_wait = 0;
 };
 
 // What a granted reservation took, so that an interrupted waiter can give it back.
@@ -100,6 +101,12 @@ void give_back(KeyState& state, std::span<const Limit> limits, GrantLog& log, Na
 // say whether and when a `try` of `cost` would be granted, `remaining` and `reset_after`
 // what the key holds at `now` (or at its clock, when that is later).
 Decision inspect(const KeyState& state, GrantLog& log, Nanos now, std::int64_t cost = 1);
+
+// What the server word of `state` means to a standing computed without it, as core::inspect
+// applies it (the Redis store computes the rest in its script): a slot past the budget moves
+// to the reset that admits `cost`; the remaining count is at most the budget's; the key is
+// not fresh before its word ends.
+void settle_server_word(Decision& standing, const KeyState& state, std::int64_t cost = 1);
 
 // Whether `state` is a fresh key's at `now`: forgetting it would change no decision. A
 // paused key is not fresh until its pause ends, nor one with a server budget or an awaited

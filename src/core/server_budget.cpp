@@ -15,7 +15,7 @@ std::int64_t clamp_ceiling(Wide value) {
 }
 
 bool ended(const AwaitedAnswer& awaited, Nanos now) {
-  return awaited.at <= now - k_answer_wait;
+  return awaited.until <= now;
 }
 
 // The cost of the grants still on their way that a ceiling ending at `reset` counts: those
@@ -90,7 +90,7 @@ Nanos budget_open(const ServerWord& word, Nanos from, std::int64_t cost) {
 }
 
 std::int64_t count_grant(ServerWord& word, Nanos now, Nanos at, std::int64_t cost,
-                         bool awaits_answer) {
+                         Nanos answer_wait) {
   // A grant above any budget's ceiling is refused by it anyway; without one, its cost only
   // orders grants.
   std::int64_t counted = std::min(cost, k_max_grant_seq);
@@ -104,12 +104,13 @@ std::int64_t count_grant(ServerWord& word, Nanos now, Nanos at, std::int64_t cos
       entry.ceiling = clamp_ceiling(Wide{entry.ceiling} + counted);
     }
   }
-  if (awaits_answer) {
+  if (answer_wait > 0) {
     std::erase_if(word.awaited, [&](const AwaitedAnswer& awaited) { return ended(awaited, now); });
     if (word.awaited.size() >= k_max_awaited_answers) {
       word.awaited.erase(word.awaited.begin());
     }
-    word.awaited.push_back({word.grant_seq, counted, at});
+    Nanos until = answer_wait >= k_max_time - at ? k_max_time : at + answer_wait;
+    word.awaited.push_back({word.grant_seq, counted, at, until});
   }
   return word.grant_seq;
 }
@@ -204,9 +205,7 @@ Nanos server_word_until(const ServerWord& word, Nanos now) {
     until = std::max(until, entry.reset);
   }
   for (const AwaitedAnswer& awaited : word.awaited) {
-    if (!ended(awaited, now)) {
-      until = std::max(until, awaited.at + k_answer_wait);
-    }
+    until = std::max(until, awaited.until);
   }
   return until;
 }
@@ -232,7 +231,7 @@ bool within_bounds(const ServerWord& word) {
   }
   for (const AwaitedAnswer& awaited : word.awaited) {
     if (!ceiling(awaited.seq) || awaited.cost < 0 || awaited.cost > k_max_grant_seq ||
-        !time(awaited.at)) {
+        !time(awaited.at) || !time(awaited.until)) {
       return false;
     }
   }

@@ -38,11 +38,13 @@ struct BudgetEntry {
 };
 
 // A grant whose request's answer is awaited: `seq` is the key's grant sequence after it,
-// `at` its slot. It stops counting as on its way k_answer_wait after its slot.
+// `at` its slot. It stops counting as on its way at `until` (its slot plus the wait its
+// caller gave, core::k_answer_wait).
 struct AwaitedAnswer {
   std::int64_t seq = 0;
   std::int64_t cost = 0;
   Nanos at = 0;
+  Nanos until = 0;
   friend bool operator==(const AwaitedAnswer&, const AwaitedAnswer&) = default;
 };
 
@@ -70,8 +72,9 @@ struct ServerWord {
 };
 
 // How long after its slot a request still counts as on its way to the server when its
-// answer has not come: a server counts a request when it arrives, within seconds of its
-// start; a command killed before it could report its answer holds the budget no longer.
+// answer has not come (the callers' Request::answer_wait): a server counts a request when it
+// arrives, within seconds of its start; a command killed before it could report its answer
+// holds the budget no longer.
 inline constexpr Nanos k_answer_wait = 60 * k_nanos_per_second;
 // Bounds on what a key keeps, so that a decision reads a few hundred bytes at most. Beyond
 // them the two ceilings whose resets are nearest merge into one as tight as both (never
@@ -122,11 +125,11 @@ struct BudgetStanding {
 // `from`, or the reset of a ceiling it would pass.
 Nanos budget_open(const ServerWord& word, Nanos from, std::int64_t cost);
 
-// Counts a grant of `cost` at slot `at` made at `now`; `awaits_answer`: its request will
-// report its answer (run --observe), so it counts as on its way until then. Returns the
-// key's grant sequence after it (Grant::seq).
+// Counts a grant of `cost` at slot `at` made at `now`; `answer_wait` above 0: its request
+// will report its answer (run --observe), so it counts as on its way until then, or for that
+// long after its slot. Returns the key's grant sequence after it (Grant::seq).
 std::int64_t count_grant(ServerWord& word, Nanos now, Nanos at, std::int64_t cost,
-                         bool awaits_answer);
+                         Nanos answer_wait);
 
 // A grant of `cost` at `at` whose sequence was `seq` given back before its request left:
 // when it was awaiting its answer, the ceilings that counted it (those with a later reset)

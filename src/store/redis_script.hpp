@@ -41,6 +41,11 @@ public:
                       std::optional<core::Nanos> now = std::nullopt);
   PauseStanding pause_of(std::string_view key, std::optional<core::Nanos> now = std::nullopt);
 
+  // As core::observe (Store::observe), the observation's durations in microseconds; `now`
+  // explicit for tests.
+  PauseStanding observe(std::string_view key, const core::Observation& observation,
+                        std::optional<core::Nanos> now = std::nullopt);
+
 private:
   PauseStanding pause_reply(std::string_view key, const RedisReply& reply) const;
 

@@ -30,6 +30,10 @@ void decision_to_nanos(core::Decision& decision) {
   decision.wait = to_nanos(decision.wait);
   decision.reset_after = to_nanos(decision.reset_after);
   decision.paused_until = to_nanos(decision.paused_until);
+  decision.budget_until = to_nanos(decision.budget_until);
+  if (decision.budget) {
+    decision.budget->reset = to_nanos(decision.budget->reset);
+  }
   for (core::LimitReport& limit : decision.limits) {
     limit.reset_after = to_nanos(limit.reset_after);
     limit.retry_after = to_nanos(limit.retry_after);
@@ -62,6 +66,8 @@ RedisStore::RedisStore(const RedisLocation& location, std::string prefix, core::
 core::Decision RedisStore::decide(std::string_view key, core::Algorithm algorithm, bool chosen,
                                   std::span<const core::Limit> limits, core::Request request) {
   std::vector<core::Limit> micros = limits_in_micros(limits, request.cost);
+  // Never shorter than asked.
+  request.answer_wait = core::ceil_div(request.answer_wait, k_micro);
   if (request.max_wait != std::numeric_limits<core::Nanos>::max()) {
     // Waiting at most max_wait ns means at most floor(max_wait / 1000) whole microseconds.
     request.max_wait = request.max_wait / k_micro;
@@ -178,7 +184,16 @@ std::vector<KeyStatus> RedisStore::status(std::span<const std::string> keys) {
         }
       }
     }
+    for (core::BudgetEntry& entry : status->state.server.budget) {
+      entry.reset = to_nanos(entry.reset);
+    }
+    for (core::AwaitedAnswer& awaited : status->state.server.awaited) {
+      awaited.at = to_nanos(awaited.at);
+      awaited.until = to_nanos(awaited.until);
+    }
     decision_to_nanos(status->standing);
+    // The script leaves the server budget to the caller, as core::inspect applies it.
+    core::settle_server_word(status->standing, status->state);
     result.push_back(std::move(*status));
   }
   return result;
@@ -276,11 +291,27 @@ PauseStanding RedisStore::pause(std::string_view key, core::Nanos duration) {
 
 PauseStanding RedisStore::pause_of(std::string_view key) {
   PauseStanding standing = m_script.pause_of(key);
-  return {to_nanos(standing.now), to_nanos(standing.paused_until), 0, {}};
+  return {to_nanos(standing.now),
+          to_nanos(standing.paused_until),
+          to_nanos(standing.overdrawn_until),
+          {}};
 }
 
-PauseStanding RedisStore::observe(std::string_view, const core::Observation&) {
-  throw UnsupportedRequest("redis: observe: not yet");
+PauseStanding RedisStore::observe(std::string_view key, const core::Observation& observation) {
+  // Durations rounded up to whole microseconds: a pause is never shorter than asked, a
+  // budget never ends earlier.
+  core::Observation micros = observation;
+  micros.pause = core::ceil_div(observation.pause, k_micro);
+  for (core::SaidStanding& standing : micros.standings) {
+    standing.reset_after = core::ceil_div(standing.reset_after, k_micro);
+  }
+  PauseStanding standing = m_script.observe(key, micros);
+  standing.now = to_nanos(standing.now);
+  standing.paused_until = to_nanos(standing.paused_until);
+  if (standing.budget) {
+    standing.budget->reset = to_nanos(standing.budget->reset);
+  }
+  return standing;
 }
 
 std::vector<std::string> RedisStore::collect_garbage() {

@@ -150,6 +150,7 @@ std::string encode_server_word(const core::ServerWord& word) {
     put(out, awaited.seq);
     put(out, awaited.cost);
     put(out, awaited.at);
+    put(out, awaited.until);
   }
   put(out, static_cast<std::int64_t>(word.policies.size()));
   for (const core::LearnedPolicy& policy : word.policies) {
@@ -187,10 +188,11 @@ std::optional<core::ServerWord> decode_server_word(std::string_view bytes) {
     auto seq = read.number();
     auto cost = read.number();
     auto at = read.number();
-    if (!at) {
+    auto until = read.number();
+    if (!until) {
       return std::nullopt;
     }
-    word.awaited.push_back({*seq, *cost, *at});
+    word.awaited.push_back({*seq, *cost, *at, *until});
   }
   auto policies = read.count(core::k_max_policies);
   if (!policies) {

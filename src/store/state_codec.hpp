@@ -27,7 +27,8 @@ std::optional<StoredLimits> decode_limits(std::string_view bytes);
 
 // What a key keeps of its servers' word besides its grant sequence (stored apart, since
 // every grant changes it) as bytes: little-endian int64 throughout, the count of ceilings
-// then each (ceiling, reset), the count of awaited answers then each (seq, cost, at), the
+// then each (ceiling, reset), the count of awaited answers then each (seq, cost, at,
+// until), the
 // count of policies then each (quota, window, the length of its field, its bytes padded to
 // 8, the length of its name, its bytes padded to 8). Empty when the key holds none of them.
 std::string encode_server_word(const core::ServerWord& word);

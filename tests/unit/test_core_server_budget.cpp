@@ -29,7 +29,7 @@ Request observing(Nanos now, bool reserve = false) {
   Request request;
   request.now = now;
   request.reserve = reserve;
-  request.awaits_answer = true;
+  request.answer_wait = k_answer_wait;
   return request;
 }
 

@@ -71,9 +71,11 @@ struct CheckedScript {
 
 std::vector<std::string> decide_arguments(const std::string& now, const std::string& algorithm,
                                           bool reserve, bool chosen) {
-  // 1/min burst 1 and 5/h burst 5, periods in microseconds.
-  return {"decide", now,        algorithm, "1", reserve ? "1" : "0", "-1", chosen ? "1" : "0", "2",
-          "1",      "60000000", "1",       "5", "3600000000",        "5"};
+  // 1/min burst 1 and 5/h burst 5, periods in microseconds; awaiting its answer a minute.
+  // clang-format off
+  return {"decide", now, algorithm, "1", reserve ? "1" : "0", "-1", chosen ? "1" : "0",
+          "60000000", "2", "1", "60000000", "1", "5", "3600000000", "5"};
+  // clang-format on
 }
 
 std::int64_t element(const store::RedisReply& reply, std::size_t index) {
@@ -98,15 +100,19 @@ TEST_CASE("store::RedisScript touches only the names it declares in KEYS, in eve
     store::RedisReply reserved = script.run(keys, decide_arguments("", algorithm, true, true));
     REQUIRE(element(reserved, 2) == 1);
     CHECK_NOTHROW(script.run(
-        keys, {"give_back", "", algorithm, std::to_string(element(reserved, 8)), "1", "2", "1",
-               "60000000", "1", "5", "3600000000", "5", std::to_string(element(reserved, 13)),
-               std::to_string(element(reserved, 17))}));
+        keys, {"give_back", "", algorithm, std::to_string(element(reserved, 8)), "1",
+               std::to_string(element(reserved, 20)), "2", "1", "60000000", "1", "5", "3600000000",
+               "5", std::to_string(element(reserved, 13)), std::to_string(element(reserved, 17))}));
     // Another algorithm, not chosen: the key keeps its own, reading its values.
     std::string other = algorithm == "sliding-log" ? "token-bucket" : "sliding-log";
     CHECK(script.run(keys, decide_arguments("", other, false, false)).text() != "damaged");
     CHECK_NOTHROW(script.run(keys, {"inspect", ""}));
     CHECK_NOTHROW(script.run(keys, {"pause", "", "1000000"}));
     CHECK_NOTHROW(script.run(keys, {"pause_of", ""}));
+    // An answer: a pause, a 429, two standings, a policy.
+    CHECK_NOTHROW(
+        script.run(keys, {"observe", "", "1000000", "1", "-1", "10 5000000 ratelimit-policy\tp\n",
+                          "2", "3", "5000000", "0", "1000000"}));
     // Hours later the state is fresh: another algorithm takes the key, dropping its values.
     store::RedisReply later = script.run(keys, {"inspect", ""});
     std::string hours_later = std::to_string(element(later, 3) + 10 * 3'600'000'000LL);

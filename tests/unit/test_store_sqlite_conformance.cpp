@@ -47,6 +47,7 @@ public:
   int denied = 0;
   int given = 0;
   int collected = 0;
+  int held = 0; // decisions whose slot the server budget held
 
   // Runs `arrivals` from `start`; false at the first disagreement (already reported).
   bool run(core::Nanos start, const std::vector<Arrival>& arrivals) {
@@ -74,6 +75,9 @@ public:
         ++given;
         collected_at.reset(); // the states differ from here on, by what was given back
       }
+      if (arrival.observes && !observe(now, arrival)) {
+        return false;
+      }
       // A collection before the decision: the key's state is forgotten whenever gc finds it
       // fresh, as after a long pause between arrivals; the decision below must not mind.
       if (i % 7 == 3) {
@@ -82,7 +86,7 @@ public:
           return false;
         }
       }
-      core::Request request{now, arrival.cost, arrival.reserve, arrival.max_wait};
+      core::Request request = request_of(arrival, now);
       if (collected_at && now >= *collected_at) {
         // The collection changed no decision: the state it forgot decides the same.
         core::KeyState old = before_collection;
@@ -101,8 +105,7 @@ public:
       forget_if_fresh(m_state, m_log, limits, now);
       core::KeyState trial = m_state;
       core::Decision expected = core::decide(trial, limits, m_log, request);
-      bool stored = !m_state.limits.empty();
-      if (expected.allowed || (stored && trial.limits != m_state.limits)) {
+      if (expected.allowed || (stored() && trial.limits != m_state.limits)) {
         m_state = trial;
       }
       core::Decision actual = m_store.decide(m_key, m_algorithm, true, limits, request);
@@ -111,8 +114,10 @@ public:
       }
       if (expected.allowed) {
         m_grants.push_back({expected.grant, actual.grant, arrival.limit_set, false});
+        m_granted.push_back(expected.grant);
       }
       ++(expected.allowed ? allowed : denied);
+      held += expected.budget_until != 0 ? 1 : 0;
       if (i % 7 == 6) {
         // Now and then the `gc` command as well, which collects every fresh key: the
         // collection inside `decide` rarely finds this key fresh just after its decision.
@@ -129,6 +134,23 @@ public:
   }
 
 private:
+  // Whether the store holds the key: its limits, or what a server said.
+  bool stored() {
+    std::vector<std::string> keys{m_key};
+    return !m_store.status(keys).empty();
+  }
+
+  // An answer observed on both sides at `now`; the budget after it compared. False on a
+  // disagreement (reported).
+  bool observe(core::Nanos now, const Arrival& arrival) {
+    core::Observation observation = observation_of(arrival, m_granted);
+    core::observe(m_state, now, observation);
+    core::forget_ended(m_state.server, m_state.clock);
+    store::PauseStanding actual = m_store.observe(m_key, observation);
+    return same(m_state.clock, actual.now, "observed at") &&
+           same_budget(core::budget_standing(m_state.server, m_state.clock), actual.budget);
+  }
+
   // When the store no longer holds the key that the mirror holds, the key was collected (by
   // `gc`, or by a decision): its state must have been fresh at `now`. The mirror then goes
   // on from a new key, keeping what it forgot to check that it decides the same. False on
@@ -136,8 +158,17 @@ private:
   bool forgotten(core::Nanos now, core::KeyState& before_collection,
                  core::MemoryGrantLog& log_before_collection,
                  std::optional<core::Nanos>& collected_at) {
-    std::vector<std::string> keys{m_key};
-    if (m_state.limits.empty() || !m_store.status(keys).empty()) {
+    if (m_state.limits.empty()) {
+      // A key that held only what a server said, gone once that ended: a new key.
+      if (!stored()) {
+        if (!same(0, core::holds_server_word(m_state, now), "collected word had ended")) {
+          return false;
+        }
+        m_state = core::KeyState{m_algorithm, 0, {}};
+      }
+      return true;
+    }
+    if (stored()) {
       return true;
     }
     if (!same(1, core::is_fresh(m_state, m_log, now), "collected key was fresh")) {
@@ -165,8 +196,8 @@ private:
     m_clock = now;
     std::vector<std::string> keys{m_key};
     std::vector<store::KeyStatus> actual = m_store.status(keys);
-    if (m_state.limits.empty()) {
-      return same(0, static_cast<std::int64_t>(actual.size()), "stored");
+    if (m_state.limits.empty() && actual.empty()) {
+      return true; // a new key, or one that holds only what a server said, collected
     }
     if (!same(1, static_cast<std::int64_t>(actual.size()), "stored")) {
       return false;
@@ -174,6 +205,11 @@ private:
     const store::KeyStatus& got = actual.front();
     core::Decision expected = core::inspect(m_state, m_log, now);
     bool ok = same(m_state.clock, got.state.clock, "clock") &&
+              same(m_state.server.grant_seq, got.state.server.grant_seq, "grant seq") &&
+              same(1, m_state.server.budget == got.state.server.budget, "budget entries") &&
+              same(1, m_state.server.awaited == got.state.server.awaited, "awaited answers") &&
+              same(expected.budget_until, got.standing.budget_until, "budget until") &&
+              same_budget(expected.budget, got.standing.budget) &&
               same(m_state.log_period, got.state.log_period, "log period") &&
               same(static_cast<std::int64_t>(m_state.limits.size()),
                    static_cast<std::int64_t>(got.state.limits.size()), "limits") &&
@@ -200,6 +236,7 @@ private:
   core::KeyState m_state;
   core::MemoryGrantLog m_log;
   std::vector<Granted> m_grants;
+  std::vector<core::Grant> m_granted; // the core's grants, in order
 };
 
 } // namespace
@@ -225,6 +262,27 @@ TEST_CASE("store::SqliteStore decides exactly as core::decide, for every algorit
     collected += conformance.collected;
   }
   CHECK(collected > 0);
+}
+
+TEST_CASE("store::SqliteStore decides as core::decide with what servers said, for every "
+          "algorithm") {
+  TemporaryDatabase database;
+  core::Nanos clock = 0;
+  store::SqliteStore store(database.path(), 2 * k_second, store::Creation::if_missing,
+                           [&clock] { return clock; });
+  int held = 0;
+  for (const Run& run : budget_runs(k_second)) {
+    std::string key =
+        fmt::format("{} {} budget", core::algorithm_name(run.algorithm), run.configuration.name);
+    CAPTURE(key);
+    Conformance conformance(store, clock, run.algorithm, run.limit_sets, key);
+    CHECK(conformance.run(run.configuration.start, run.arrivals));
+    CHECK(conformance.allowed > 25);
+    CHECK(conformance.denied > 25);
+    held += conformance.held;
+  }
+  // Some decisions were held by the budget.
+  CHECK(held > 20);
 }
 
 TEST_CASE("store::SqliteStore collects a key exactly when the core says it is fresh") {

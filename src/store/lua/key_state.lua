@@ -59,7 +59,7 @@ local function load()
     return nil, 'damaged'
   end
   local flat = redis.call('HMGET', base, 'algorithm', 'clock', 'limits', 'log_period',
-                          'paused_until')
+                          'paused_until', 'grant_seq', 'budget', 'awaited', 'policies')
   if not flat[1] and not flat[2] and not flat[3] then
     return nil
   end
@@ -67,17 +67,25 @@ local function load()
   if not paused_until or not is_time(paused_until) then
     return nil, 'damaged'
   end
+  local word = decode_word(flat[6], flat[7], flat[8])
+  if not word then
+    return nil, 'damaged'
+  end
+  -- Only observe writes them; decisions keep them as they are.
+  word.policies = flat[9]
   if not flat[1] and not flat[3] then
-    -- Only a pause (`ratelimit pause` on a key never used): no algorithm, no limits yet.
+    -- Only what a server said (`ratelimit pause` or `observe` on a key never used): no
+    -- algorithm, no limits yet.
     local clock = tonumber(flat[2])
     if not is_time(clock) or flat[4] then
       return nil, 'damaged'
     end
     return {algorithm = nil, clock = clock, limits = {}, remembered = {}, log_period = 0,
-            paused_until = paused_until}
+            paused_until = paused_until, server = word}
   end
   local state = {algorithm = flat[1], clock = tonumber(flat[2]), limits = {}, remembered = {},
-                 log_period = tonumber(flat[4] or '0'), paused_until = paused_until}
+                 log_period = tonumber(flat[4] or '0'), paused_until = paused_until,
+                 server = word}
   if not state.log_period then
     return nil, 'damaged'
   end
@@ -260,9 +268,28 @@ local function logs_intact()
   return true
 end
 
+-- Writes the key's server word (its grant sequence, budget and awaited answers) into its
+-- hash; an empty list is no field.
+local function save_word(word)
+  redis.call('HSET', base, 'grant_seq', int(word.grant_seq))
+  for _, field in ipairs({'budget', 'awaited'}) do
+    if #word[field] > 0 then
+      redis.call('HSET', base, field, encode_list(word[field]))
+    else
+      redis.call('HDEL', base, field)
+    end
+  end
+end
+
+-- A new key's server word.
+local function no_word()
+  return {grant_seq = 0, budget = {}, awaited = {}}
+end
+
 -- Writes the key's state: the limits of this call and their slots, then those it
--- remembers. Keys expire at `fresh_at`, when the state is a fresh key's again.
-local function save(algorithm, clock, limits, states, log_period, fresh_at, remembered)
+-- remembers, and its server word. Keys expire at `fresh_at`, when the state is a fresh key's
+-- again.
+local function save(algorithm, clock, limits, states, log_period, fresh_at, remembered, word)
   local fields = {}
   for i, limit in ipairs(limits) do
     local s = states[i]
@@ -276,6 +303,7 @@ local function save(algorithm, clock, limits, states, log_period, fresh_at, reme
   end
   redis.call('HSET', base, 'algorithm', algorithm, 'clock', int(clock), 'limits',
              table.concat(fields, ' '), 'log_period', int(log_period))
+  save_word(word)
   local keys = keys_of(algorithm)
   if explicit_now then
     for _, key in ipairs(keys) do
@@ -309,24 +337,34 @@ local function summarise(algorithm, limits, states, log, at_now)
   return remaining or -1, reset_after, per_limit, least
 end
 
--- Saves `states` of `limits` and the `remembered` limits; the key expires when each of them
--- is fresh again, a sliding log once its last grant has left the log's retention, and not
--- before its pause ends.
+-- Saves `states` of `limits`, the `remembered` limits and the server `word`; the key
+-- expires when each of them is fresh again, a sliding log once its last grant has left the
+-- log's retention, and not before its pause and its word end.
 local function save_all(algorithm, clock, limits, states, log_period, log, paused_until,
-                        remembered)
+                        remembered, word)
   local _, reset_after = summarise(algorithm, limits, states, log, clock)
   reset_after = math.max(reset_after, remembered_after(algorithm, remembered, log, clock))
   if rules[algorithm].shares_state and #states > 0 then
     reset_after = math.max(reset_after, states[1][1] + log_period - clock)
   end
-  reset_after = math.max(reset_after, (paused_until or 0) - clock)
-  save(algorithm, clock, limits, states, log_period, clock + reset_after, remembered)
+  reset_after = math.max(reset_after, (paused_until or 0) - clock,
+                         server_word_until(word, clock) - clock)
+  save(algorithm, clock, limits, states, log_period, clock + reset_after, remembered, word)
 end
 
 -- Whether the counters are a hash or absent, as this script writes them.
 local function counters_intact()
   local kind = redis.call('TYPE', counters_key).ok
   return kind == 'none' or kind == 'hash'
+end
+
+-- Keeps the counters for the retention from now.
+local function keep_counters()
+  if explicit_now then
+    redis.call('PERSIST', counters_key)
+  else
+    redis.call('PEXPIRE', counters_key, k_counter_retention_ms)
+  end
 end
 
 -- Adds one decision to the key's counters: granted (and the microseconds it waits for its
@@ -340,16 +378,12 @@ local function count(allowed, wait)
   else
     redis.call('HINCRBY', counters_key, 'limited', 1)
   end
-  if explicit_now then
-    redis.call('PERSIST', counters_key)
-  else
-    redis.call('PEXPIRE', counters_key, k_counter_retention_ms)
-  end
+  keep_counters()
 end
 
--- The counters as stored: granted, limited, waited_us (0 for a missing field).
+-- The counters as stored: granted, limited, waited_us, throttled (0 for a missing field).
 local function read_counters()
-  local flat = redis.call('HMGET', counters_key, 'granted', 'limited', 'waited_us')
+  local flat = redis.call('HMGET', counters_key, 'granted', 'limited', 'waited_us', 'throttled')
   return tonumber(flat[1] or '0') or 0, tonumber(flat[2] or '0') or 0,
-         tonumber(flat[3] or '0') or 0
+         tonumber(flat[3] or '0') or 0, tonumber(flat[4] or '0') or 0
 end

@@ -8,33 +8,45 @@
 --   KEYS[5..] reset only: the logs of version 1 it asked for (see reset)
 --             Every operation takes the four names, whatever the algorithm, and touches no
 --             other: Redis Cluster and proxies route a script by the names it declares.
---   ARGV[1]   decide | give_back | inspect | reset | pause | pause_of
+--   ARGV[1]   decide | give_back | inspect | reset | pause | pause_of | observe
 --   ARGV[2]   now in microseconds, for the conformance test only; empty: the server's TIME.
 --             With an explicit now nothing expires, so that a test's clock need not be real.
---   decide    ARGV[3..] algorithm cost reserve(0|1) max_wait(-1: none) chosen(0|1) n,
---             n x (count period burst) -> {'ok', algorithm, allowed, now, wait, binding,
---             remaining, reset_after, at, n, n x (remaining, reset_after, retry_after,
---             marker), refusal, paused_until (0: no pause runs)} or {'conflict', stored
---             algorithm}. A key made by another algorithm keeps its own unless the
---             algorithm was chosen (then 'conflict'). A decision adds itself to the counters.
+--   decide    ARGV[3..] algorithm cost reserve(0|1) max_wait(-1: none) chosen(0|1)
+--             answer_wait(0: awaits none) n, n x (count period burst) -> {'ok', algorithm, allowed,
+--             now, wait, binding, remaining, reset_after, at, n, n x (remaining,
+--             reset_after, retry_after, marker), refusal, paused_until (0: no pause runs),
+--             seq, budget_until (0: none), budget_remaining (-1: no budget), budget_reset}
+--             or {'conflict', stored algorithm}. A key made by another algorithm keeps its
+--             own unless the algorithm was chosen (then 'conflict'). A decision adds itself
+--             to the counters.
 --   decide, give_back and inspect reply {'damaged'} for a key whose values this script did
 --   not write (another type, unreadable fields, values out of bounds), and {'clock'} when
 --   the clock is past the latest time the store counts
---   give_back ARGV[3..] algorithm at cost n, n x (count period burst), n x marker -> {'ok'}
+--   give_back ARGV[3..] algorithm at cost seq n, n x (count period burst), n x marker -> {'ok'}
 --   inspect   ARGV[3] cost (empty: 1) -> {'none'} or {'ok', algorithm, clock, now, allowed,
 --             wait, binding, n, n x (count period burst s1 s2 s3 remaining reset_after
 --             retry_after), log_period, paused_until, granted, limited, waited_us, m,
---             m x (count period burst s1 s2 s3 reset_after)}, as core::inspect for a try of
---             that cost, the counters, and the limits the key remembers; a key that holds
---             only a pause has the algorithm '' and no limits
+--             m x (count period burst s1 s2 s3 reset_after), grant_seq, budget, awaited,
+--             policies, throttled}, as core::inspect for a try of that cost (the server
+--             budget aside: the caller applies it), the counters, the limits the key
+--             remembers, and its server word as stored; a key that holds only what a server
+--             said has the algorithm '' and no limits
 --   reset     -> 1 if the key existed (its state or its counters), else 0; or, deleting
 --             nothing, {'declare', period...}: call again with the logs of version 1 of
 --             these periods (BASE:t:PERIOD, BASE:c:PERIOD) in KEYS[5..]
 --   pause     ARGV[3] duration -> {'ok', now, paused_until}; the key holds at least that
 --             pause (core::pause), created with it alone when missing: whatever of KEYS
 --             expires before the pause ends is kept until then.
---   pause_of  -> {'ok', now, paused_until (0: none runs)}, reading only KEYS[1]
--- A key's pause is the field paused_until of its hash, which no other operation writes.
+--   pause_of  -> {'ok', now, paused_until (0: none runs), grant_seq, budget}, reading only
+--             KEYS[1]
+--   observe   ARGV[3..] pause throttled(0|1) grant(-1: unknown) policies n, n x (remaining
+--             reset_after) -> {'ok', now, paused_until (0: none runs), budget_remaining (-1:
+--             none), budget_reset}: core::observe; the key, created holding only what the
+--             answer left when missing, is kept until that ends; a throttled answer adds to
+--             the counters
+-- A key's pause is the field paused_until of its hash, which only pause and observe write;
+-- its server word the fields grant_seq, budget, awaited (see server_budget.lua) and
+-- policies (what observe was given, stored as it is).
 -- Every stored value expires when its state is a fresh key's again, so nothing needs gc.
 
 local function decide()
@@ -43,7 +55,8 @@ local function decide()
   local reserve = ARGV[5] == '1'
   local max_wait = tonumber(ARGV[6])
   local chosen = ARGV[7] == '1'
-  local limits = read_limits(8)
+  local answer_wait = tonumber(ARGV[8])
+  local limits = read_limits(9)
   local state, problem = load()
   if problem or not logs_intact() or not counters_intact() then
     return damaged()
@@ -68,10 +81,11 @@ local function decide()
       reset_after = math.max(reset_after, states_of[1][1] + state.log_period - stored_clock)
     end
     if reset_after <= 0 then
-      if state.paused_until > stored_clock then
+      if state.paused_until > stored_clock or
+          server_word_until(state.server, stored_clock) > stored_clock then
         redis.call('DEL', log_by_time, log_by_cost)
         state = {algorithm = nil, clock = state.clock, limits = {}, remembered = {},
-                 log_period = 0, paused_until = state.paused_until}
+                 log_period = 0, paused_until = state.paused_until, server = state.server}
       else
         redis.call('DEL', base, log_by_time, log_by_cost)
         state = nil
@@ -87,6 +101,8 @@ local function decide()
   local rule = rules[algorithm]
   local log = redis_log(log_by_time, log_by_cost)
   local clock = math.max(now, state and state.clock or 0)
+  local word = state and state.server or no_word()
+  forget_ended(word, clock)
   local states = states_for(rule, state, limits, clock)
   local log_period = 0
   if rule.shares_state then
@@ -95,8 +111,10 @@ local function decide()
 
   local at, accept_from, refusing, binding = clock, -math.huge, nil, 1
   local retry = {}
-  -- A queue holds the reservations after the key opens: a pause's end, or now.
-  local opens = math.max(clock, state and state.paused_until or 0)
+  -- A queue holds the reservations after the key opens: a pause's end, the server budget's
+  -- reset, or now.
+  local opens = math.max(clock, state and state.paused_until or 0,
+                         budget_open(word, clock, cost))
   for i, limit in ipairs(limits) do
     local slot_at, slot_accept_from = rule.earliest(limit, states[i], log, clock, cost)
     retry[i] = slot_at - clock
@@ -117,6 +135,12 @@ local function decide()
     at = math.max(at, paused_until)
   else
     paused_until = 0
+  end
+  local budget_until = 0
+  local open = budget_open(word, at, cost)
+  if open > at then
+    -- Nor past what the server said was left, before the reset that admits it.
+    budget_until, at = open, open
   end
   local wait = at - clock
   local allowed
@@ -151,7 +175,9 @@ local function decide()
     end
   end
   local markers = {}
+  local seq = 0
   if allowed then
+    seq = count_grant(word, clock, at, cost, answer_wait)
     if rule.shares_state then
       local retention = retention_limit(state and state.log_period or 0, limits)
       local marker = rule.take(retention, states[1], log, clock, at, cost)
@@ -193,9 +219,14 @@ local function decide()
   if paused_until > 0 then
     remaining, reset_after = 0, math.max(reset_after, paused_until - clock)
   end
+  local budget_remaining, budget_reset = budget_standing(word, clock)
+  if budget_remaining then
+    remaining = math.min(remaining, budget_remaining)
+  end
+  reset_after = math.max(reset_after, server_word_until(word, clock) - clock)
   -- The key keeps the limits of its last call; a denied one writes only when it changed them.
   if writes then
-    save_all(algorithm, clock, limits, states, log_period, log, paused_until, remembered)
+    save_all(algorithm, clock, limits, states, log_period, log, paused_until, remembered, word)
   end
   count(allowed, wait)
   local reply = {'ok', algorithm, allowed and 1 or 0, clock, wait, binding - 1, remaining,
@@ -207,6 +238,9 @@ local function decide()
   end
   reply[#reply + 1] = refusal
   reply[#reply + 1] = paused_until
+  for _, value in ipairs({seq, budget_until, budget_remaining or -1, budget_reset or 0}) do
+    reply[#reply + 1] = value
+  end
   return reply
 end
 
@@ -214,7 +248,8 @@ local function give_back()
   local algorithm = ARGV[3]
   local at = tonumber(ARGV[4])
   local cost = tonumber(ARGV[5])
-  local limits, next_arg = read_limits(6)
+  local seq = tonumber(ARGV[6])
+  local limits, next_arg = read_limits(7)
   local state, problem = load()
   if problem or not logs_intact() then
     return damaged()
@@ -242,7 +277,9 @@ local function give_back()
     end
   end
   local remembered = forget_fresh(algorithm, unnamed_by(rule, state, limits), log, clock)
-  save_all(algorithm, clock, limits, states, log_period, log, state.paused_until, remembered)
+  return_grant(state.server, seq, cost, at)
+  save_all(algorithm, clock, limits, states, log_period, log, state.paused_until, remembered,
+           state.server)
   return {'ok'}
 end
 
@@ -287,7 +324,8 @@ local function inspect()
   end
   reply[#reply + 1] = state.log_period
   reply[#reply + 1] = state.paused_until
-  for _, value in ipairs({read_counters()}) do
+  local granted, limited, waited_us, throttled = read_counters()
+  for _, value in ipairs({granted, limited, waited_us}) do
     reply[#reply + 1] = value
   end
   reply[#reply + 1] = #state.remembered
@@ -297,6 +335,11 @@ local function inspect()
     for _, value in ipairs({limit.count, limit.period, limit.burst, s[1], s[2], s[3], reset}) do
       reply[#reply + 1] = value
     end
+  end
+  local word = state.server
+  for _, value in ipairs({word.grant_seq, encode_list(word.budget), encode_list(word.awaited),
+                          word.policies or '', throttled}) do
+    reply[#reply + 1] = value
   end
   return reply
 end
@@ -330,10 +373,63 @@ local function pause()
 end
 
 local function pause_of()
-  local flat = redis.call('HMGET', base, 'clock', 'paused_until')
+  local flat = redis.call('HMGET', base, 'clock', 'paused_until', 'grant_seq', 'budget')
   local clock = math.max(now, tonumber(flat[1] or '0') or 0)
   local paused_until = tonumber(flat[2] or '0') or 0
-  return {'ok', clock, paused_until > clock and paused_until or 0}
+  return {'ok', clock, paused_until > clock and paused_until or 0,
+          tonumber(flat[3] or '0') or 0, flat[4] or ''}
+end
+
+-- core::observe on the key, as pause does for its pause: a key made for it holds only what
+-- the answer left; nothing of the key expires before that ends.
+local function observe()
+  local duration = tonumber(ARGV[3])
+  local throttled = ARGV[4] == '1'
+  local grant = tonumber(ARGV[5])
+  local policies = ARGV[6]
+  local standings = {}
+  for i = 1, tonumber(ARGV[7]) do
+    standings[i] = {tonumber(ARGV[6 + 2 * i]), tonumber(ARGV[7 + 2 * i])}
+  end
+  local state, problem = load()
+  if problem or not counters_intact() then
+    return damaged()
+  end
+  local clock = math.max(now, state and state.clock or 0)
+  local paused_until = state and state.paused_until or 0
+  if duration > 0 then
+    paused_until = math.max(paused_until, math.min(clock + duration, k_max_time))
+  end
+  local word = state and state.server or no_word()
+  observe_server(word, clock, standings, grant >= 0 and grant or nil)
+  forget_ended(word, clock)
+  if throttled then
+    redis.call('HINCRBY', counters_key, 'throttled', 1)
+    keep_counters()
+  end
+  local remaining, reset = budget_standing(word, clock)
+  local held_until = math.max(paused_until, server_word_until(word, clock))
+  local reply = {'ok', clock, paused_until > clock and paused_until or 0, remaining or -1,
+                 reset or 0}
+  if not state and held_until <= clock then
+    return reply -- nothing to hold: no key is made for it
+  end
+  redis.call('HSET', base, 'clock', int(clock), 'paused_until', int(paused_until))
+  save_word(word)
+  if policies ~= '' then
+    redis.call('HSET', base, 'policies', policies)
+  end
+  if explicit_now then
+    return reply
+  end
+  local ttl = ceil_div(held_until - server_time(), 1000) + 1
+  for i, key in ipairs(KEYS) do
+    local left = redis.call('PTTL', key)
+    if (left >= 0 and left < ttl) or (i == 1 and not state) then
+      redis.call('PEXPIRE', key, ttl)
+    end
+  end
+  return reply
 end
 
 -- Whatever the key holds, a damaged value included, and the logs of earlier versions:
@@ -382,5 +478,7 @@ elseif op == 'pause' then
   return pause()
 elseif op == 'pause_of' then
   return pause_of()
+elseif op == 'observe' then
+  return observe()
 end
 return redis.error_reply('unknown operation ' .. tostring(op))
