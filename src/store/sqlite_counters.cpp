@@ -1,5 +1,4 @@
-// The per-key counters of a SqliteStore: the counters table, apart from the keys' state, and
-// the throttles table (the answers 429 and 503 observed), which only `observe` writes.
+// The per-key counters of a SqliteStore: the counters table, apart from the keys' state.
 #include "store/sqlite_store.hpp"
 
 #include <limits>
@@ -45,22 +44,28 @@ void SqliteStore::count(std::string_view key, const core::Decision& decision, co
                   "waited_us = waited_us + excluded.waited_us, touched_at = excluded.touched_at"));
 }
 
+void SqliteStore::count_throttle(std::string_view key, core::Nanos now) {
+  // Touched as a decision touches them: kept for the retention from now.
+  prepared(m_count_throttle,
+           "INSERT INTO counters (name, throttled, touched_at) VALUES (?1, 1, ?2) "
+           "ON CONFLICT (name) DO UPDATE SET throttled = throttled + 1, "
+           "touched_at = max(touched_at, excluded.touched_at)")
+      .bind_blob(1, key)
+      .bind(2, touched_at(now))
+      .run();
+}
+
 KeyCounters SqliteStore::counters_of(std::string_view key) {
-  Statement& select = prepared(m_select_counters,
-                               "SELECT granted, limited, waited_us FROM counters WHERE name = ?1");
+  Statement& select =
+      prepared(m_select_counters,
+               "SELECT granted, limited, waited_us, throttled FROM counters WHERE name = ?1");
   select.bind_blob(1, key);
   KeyCounters counters;
   if (select.step()) {
-    counters = {select.column_int(0), select.column_int(1), select.column_int(2)};
+    counters = {select.column_int(0), select.column_int(1), select.column_int(2),
+                select.column_int(3)};
   }
   select.reset();
-  Statement& throttles =
-      prepared(m_select_throttles, "SELECT count FROM throttles WHERE name = ?1");
-  throttles.bind_blob(1, key);
-  if (throttles.step()) {
-    counters.throttled = throttles.column_int(0);
-  }
-  throttles.reset();
   return counters;
 }
 
@@ -71,22 +76,14 @@ void SqliteStore::forget_stale_counters(core::Nanos now, std::int64_t limit) {
       .bind(1, now - k_counter_retention)
       .bind(2, limit)
       .run();
-  prepared(m_forget_stale_throttles,
-           "DELETE FROM throttles WHERE name IN (SELECT name FROM throttles WHERE touched_at < "
-           "?1 ORDER BY touched_at LIMIT ?2)")
-      .bind(1, now - k_counter_retention)
-      .bind(2, limit)
-      .run();
 }
 
 std::vector<NamedCounters> SqliteStore::counters() {
   return read_transaction([&] {
     std::vector<NamedCounters> result;
     Statement all(m_database.handle(),
-                  "SELECT name, sum(granted), sum(limited), sum(waited_us), sum(throttled) FROM ("
-                  "SELECT name, granted, limited, waited_us, 0 AS throttled FROM counters "
-                  "UNION ALL SELECT name, 0, 0, 0, count FROM throttles) "
-                  "GROUP BY name ORDER BY name");
+                  "SELECT name, granted, limited, waited_us, throttled FROM counters "
+                  "ORDER BY name");
     while (all.step()) {
       result.push_back(
           {std::string(all.column_blob(0)),

@@ -37,12 +37,7 @@ CREATE TABLE keys (
   log_period INTEGER NOT NULL DEFAULT 0,
   -- Until when the key grants nothing (`ratelimit pause`), in ns since the epoch; 0: never
   -- paused. A key that holds only a pause has the algorithm '' and no limits.
-  paused_until INTEGER NOT NULL DEFAULT 0,
-  -- The cost of every grant on the key (core::ServerWord::grant_seq), and what the servers'
-  -- answers said besides a pause (state_codec.hpp), NULL when nothing: the server budget's
-  -- ceilings, the grants awaiting their answers, the learned policies.
-  grant_seq INTEGER NOT NULL DEFAULT 0,
-  server BLOB
+  paused_until INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX keys_by_fresh_at ON keys (fresh_at);
 -- A sliding-log key's one log, whatever limits its calls named.
@@ -168,7 +163,7 @@ void SqliteDatabase::upgrade() {
       version = 4;
     }
     // Version 5: the servers' word on a key (its grant sequence and server budget), and the
-    // count of 429 and 503 answers observed per key.
+    // count of 429 and 503 answers observed per key, with its other counters.
     if (version == 4) {
       upgrade_from_version_4(m_db);
       version = 5;
@@ -226,9 +221,6 @@ void SqliteDatabase::create() {
   }
   if (rc == SQLITE_OK) {
     rc = sqlite3_exec(db, k_runs_schema, nullptr, nullptr, nullptr);
-  }
-  if (rc == SQLITE_OK) {
-    rc = sqlite3_exec(db, k_throttles_schema, nullptr, nullptr, nullptr);
   }
   std::string message = rc == SQLITE_OK ? "" : sqlite_failure_reason(db, rc, m_path);
   sqlite3_close_v2(db);

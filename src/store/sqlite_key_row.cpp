@@ -26,12 +26,7 @@ std::optional<core::KeyState> decode_state(const Statement& statement) {
   state.remembered = std::move(stored->remembered);
   state.log_period = statement.column_int(5);
   state.paused_until = statement.column_int(6);
-  auto server = decode_server_word(statement.column_blob(8));
-  if (!server) {
-    return std::nullopt;
-  }
-  state.server = std::move(*server);
-  state.server.grant_seq = statement.column_int(7);
+  state.server = std::move(stored->server);
   if (!core::within_bounds(state) || !core::within_bounds(state.server)) {
     return std::nullopt;
   }

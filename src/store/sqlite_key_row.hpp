@@ -11,8 +11,8 @@ namespace ratelimit::store {
 // The columns every query of a key's state in the keys table selects, in this order; the
 // name may follow, as column `k_name_column`.
 inline constexpr const char* k_state_columns =
-    "id, algorithm, clock, limits, fresh_at, log_period, paused_until, grant_seq, server";
-inline constexpr int k_name_column = 9;
+    "id, algorithm, clock, limits, fresh_at, log_period, paused_until";
+inline constexpr int k_name_column = 7;
 
 // The state stored in the columns of `statement` (see k_state_columns), or nothing when it
 // cannot be decoded. A key that holds only what a server said (a pause, a budget) has the

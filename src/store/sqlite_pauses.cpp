@@ -49,8 +49,8 @@ PauseStanding SqliteStore::pause_of(std::string_view key) {
   // whose slot fell between a pause's reading of the clock and its commit would go ahead
   // inside the pause.
   return transaction([&] {
-    Statement& select = prepared(
-        m_select_pause, "SELECT clock, paused_until, grant_seq, server FROM keys WHERE name = ?1");
+    Statement& select =
+        prepared(m_select_pause, "SELECT clock, paused_until, limits FROM keys WHERE name = ?1");
     select.bind_blob(1, key);
     PauseStanding standing{now(), 0, 0, {}};
     if (select.step()) {
@@ -58,9 +58,8 @@ PauseStanding SqliteStore::pause_of(std::string_view key) {
       core::Nanos until = select.column_int(1);
       standing.paused_until = until > standing.now ? until : 0;
       // A server word that cannot be read holds nobody here; the decision after says so.
-      if (auto word = decode_server_word(select.column_blob(3))) {
-        word->grant_seq = select.column_int(2);
-        standing.overdrawn_until = core::overdrawn_until(*word, standing.now);
+      if (auto stored = decode_limits(select.column_blob(2))) {
+        standing.overdrawn_until = core::overdrawn_until(stored->server, standing.now);
       }
     }
     select.reset();

@@ -73,8 +73,7 @@ std::optional<SqliteStore::Row> SqliteStore::find(std::string_view key) {
       m_select.reset();
       damaged(key);
     }
-    row = Row{m_select.column_int(0), std::move(*state), m_select.column_int(4),
-              !m_select.column_is_null(8)};
+    row = Row{m_select.column_int(0), std::move(*state), m_select.column_int(4)};
   }
   m_select.reset();
   return row;
@@ -96,42 +95,24 @@ SqliteStore::Row SqliteStore::find_or_create(std::string_view key, core::Algorit
 }
 
 void SqliteStore::write(const Row& row, core::Nanos fresh_at) {
-  std::string limits = encode_limits(row.state.limits, row.state.remembered);
+  std::string limits = encode_limits(row.state.limits, row.state.remembered, row.state.server);
   if (fresh_at == row.fresh_at) {
-    prepared(m_update, "UPDATE keys SET clock = ?2, limits = ?3, log_period = ?4, grant_seq = ?5 "
-                       "WHERE id = ?1")
+    prepared(m_update, "UPDATE keys SET clock = ?2, limits = ?3, log_period = ?4 WHERE id = ?1")
         .bind(1, row.id)
         .bind(2, row.state.clock)
         .bind_blob(3, limits)
         .bind(4, row.state.log_period)
-        .bind(5, row.state.server.grant_seq)
         .run();
   } else {
-    prepared(m_update_fresh_at, "UPDATE keys SET clock = ?2, limits = ?3, fresh_at = ?4, "
-                                "log_period = ?5, grant_seq = ?6 WHERE id = ?1")
+    prepared(
+        m_update_fresh_at,
+        "UPDATE keys SET clock = ?2, limits = ?3, fresh_at = ?4, log_period = ?5 WHERE id = ?1")
         .bind(1, row.id)
         .bind(2, row.state.clock)
         .bind_blob(3, limits)
         .bind(4, fresh_at)
         .bind(5, row.state.log_period)
-        .bind(6, row.state.server.grant_seq)
         .run();
-  }
-  write_server_word(row);
-}
-
-void SqliteStore::write_server_word(const Row& row) {
-  std::string server = encode_server_word(row.state.server);
-  if (server.empty() && !row.has_server) {
-    return; // the plain key's case: nothing was stored, nothing is
-  }
-  Statement& update = prepared(m_update_server, "UPDATE keys SET server = ?2 WHERE id = ?1");
-  update.bind(1, row.id);
-  if (server.empty()) {
-    // NULL, as a key that never had one: a blob of no bytes would read the same.
-    update.run();
-  } else {
-    update.bind_blob(2, server).run();
   }
 }
 
@@ -281,7 +262,7 @@ std::size_t SqliteStore::reset(std::span<const std::string> keys, bool all) {
     if (all) {
       Statement count(m_database.handle(),
                       "SELECT count(*) FROM (SELECT name FROM keys UNION SELECT name FROM "
-                      "counters UNION SELECT name FROM throttles)");
+                      "counters)");
       count.step();
       removed = static_cast<std::size_t>(count.column_int(0));
       count.reset();
@@ -292,7 +273,7 @@ std::size_t SqliteStore::reset(std::span<const std::string> keys, bool all) {
       removed += static_cast<std::size_t>(running.column_int(0));
       running.reset();
       m_database.execute("DELETE FROM grant_log; DELETE FROM keys; DELETE FROM counters; "
-                         "DELETE FROM runs; DELETE FROM throttles");
+                         "DELETE FROM runs");
       return removed;
     }
     // By id alone, without decoding the state: a damaged key can be reset too.
@@ -313,10 +294,7 @@ std::size_t SqliteStore::reset(std::span<const std::string> keys, bool all) {
         erase(*id);
       }
       prepared(m_erase_counters, "DELETE FROM counters WHERE name = ?1").bind_blob(1, key).run();
-      bool had_counters = sqlite3_changes(m_database.handle()) > 0;
-      Statement forget_throttles(m_database.handle(), "DELETE FROM throttles WHERE name = ?1");
-      forget_throttles.bind_blob(1, key).run();
-      if (id || had_runs || had_counters || sqlite3_changes(m_database.handle()) > 0) {
+      if (id || had_runs || sqlite3_changes(m_database.handle()) > 0) {
         ++removed;
       }
     }

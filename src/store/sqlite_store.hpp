@@ -59,9 +59,6 @@ private:
     std::int64_t id = 0;
     core::KeyState state;
     core::Nanos fresh_at = 0; // as stored
-    // The server column holds something: a write that leaves the key no server word clears
-    // it.
-    bool has_server = false;
   };
 
   // Runs `body` as one write transaction under the lock; rolls back if it throws.
@@ -86,18 +83,15 @@ private:
   std::optional<Row> find(std::string_view key);
   // The row of `key`, created with a fresh state of `algorithm` when missing.
   Row find_or_create(std::string_view key, core::Algorithm algorithm);
-  // Stores `row`, and the time its state becomes a fresh key's when that has moved; its
-  // server word too when it has or had one.
+  // Stores `row`, and the time its state becomes a fresh key's when that has moved.
   void write(const Row& row, core::Nanos fresh_at);
-  // Stores the server word of `row`, NULL when it holds none.
-  void write_server_word(const Row& row);
   void erase(std::int64_t id);
   // Adds `decision` on `key`, made at `now`, to the key's counters.
   void count(std::string_view key, const core::Decision& decision, core::Nanos now);
   KeyCounters counters_of(std::string_view key);
   // Forgets the counters untouched since `now` less the retention, at most `limit` of them.
   void forget_stale_counters(core::Nanos now, std::int64_t limit);
-  // Adds an answer 429 or 503 observed at `now` to the throttles of `key`.
+  // Adds an answer 429 or 503 observed at `now` to the counters of `key`.
   void count_throttle(std::string_view key, core::Nanos now);
   // Forgets at most `k_gc_batch` keys that are fresh at `now`.
   void collect_some_garbage(core::Nanos now);
@@ -125,12 +119,9 @@ private:
   std::unique_ptr<Statement> m_select_counters;
   std::unique_ptr<Statement> m_erase_counters;
   std::unique_ptr<Statement> m_forget_stale_counters;
-  std::unique_ptr<Statement> m_update_server;
   std::unique_ptr<Statement> m_insert_observed;
   std::unique_ptr<Statement> m_update_observed;
   std::unique_ptr<Statement> m_count_throttle;
-  std::unique_ptr<Statement> m_select_throttles;
-  std::unique_ptr<Statement> m_forget_stale_throttles;
 };
 
 } // namespace ratelimit::store

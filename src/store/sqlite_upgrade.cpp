@@ -35,7 +35,9 @@ CREATE TABLE IF NOT EXISTS counters (
   granted INTEGER NOT NULL DEFAULT 0,
   limited INTEGER NOT NULL DEFAULT 0,
   waited_us INTEGER NOT NULL DEFAULT 0,
-  touched_at INTEGER NOT NULL DEFAULT 0
+  touched_at INTEGER NOT NULL DEFAULT 0,
+  -- The answers 429 and 503 observed for the key (since version 5).
+  throttled INTEGER NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS counters_by_touched_at ON counters (touched_at);
 )sql";
@@ -110,29 +112,15 @@ void upgrade_from_version_2(sqlite3* db) {
   execute(db, "PRAGMA user_version = 3;");
 }
 
-const char* const k_throttles_schema = R"sql(
-CREATE TABLE IF NOT EXISTS throttles (
-  name BLOB PRIMARY KEY,
-  count INTEGER NOT NULL DEFAULT 0,
-  touched_at INTEGER NOT NULL DEFAULT 0
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS throttles_by_touched_at ON throttles (touched_at);
-)sql";
-
 void upgrade_from_version_4(sqlite3* db) {
-  // Each part only where it is missing, so that the step can be retried.
-  for (const char* column : {"grant_seq", "server"}) {
-    Statement has(db, "SELECT count(*) FROM pragma_table_info('keys') WHERE name = ?1");
-    has.bind_text(1, column);
-    bool present = has.step() && has.column_int(0) > 0;
-    has.reset();
-    if (!present) {
-      execute(db, std::string(column) == "server"
-                      ? "ALTER TABLE keys ADD COLUMN server BLOB;"
-                      : "ALTER TABLE keys ADD COLUMN grant_seq INTEGER NOT NULL DEFAULT 0;");
-    }
+  // Only where it is missing, so that the step can be retried.
+  Statement throttled(db, "SELECT count(*) FROM pragma_table_info('counters') "
+                          "WHERE name = 'throttled'");
+  bool has_throttled = throttled.step() && throttled.column_int(0) > 0;
+  throttled.reset();
+  if (!has_throttled) {
+    execute(db, "ALTER TABLE counters ADD COLUMN throttled INTEGER NOT NULL DEFAULT 0;");
   }
-  execute(db, k_throttles_schema);
   execute(db, "PRAGMA user_version = 5;");
 }
 

@@ -19,14 +19,11 @@ extern const char* const k_counters_schema;
 // keys there, and the counters table, empty. Throws StoreError.
 void upgrade_from_version_2(sqlite3* db);
 
-// The table of the answers 429 and 503 observed per key (version 5), by name: a counter
-// that outlives the key's state as the others do, apart from them since only `observe`
-// writes it.
-extern const char* const k_throttles_schema;
-
 // Upgrades a database of schema version 4 to version 5, inside the caller's write
-// transaction: version 5 adds each key's grant sequence (0) and server word (none), and the
-// throttles table, empty. Throws StoreError.
+// transaction: version 5 adds the count of answers 429 and 503 to the counters (0), and
+// reads a key's grant sequence and server word after its limits, where a version-4 row has
+// none (state_codec.hpp): an older ratelimit refuses the file rather than reading them as
+// damaged. Throws StoreError.
 void upgrade_from_version_4(sqlite3* db);
 
 } // namespace ratelimit::store

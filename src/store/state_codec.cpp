@@ -41,26 +41,37 @@ void put_limit(std::string& out, const core::LimitState& state, std::int64_t sig
 } // namespace
 
 std::string encode_limits(const std::vector<core::LimitState>& limits,
-                          const std::vector<core::LimitState>& remembered) {
+                          const std::vector<core::LimitState>& remembered,
+                          const core::ServerWord& server) {
   std::string out;
-  out.reserve((limits.size() + remembered.size()) * k_record_size);
+  out.reserve((limits.size() + remembered.size()) * k_record_size + 16);
   for (const auto& state : limits) {
     put_limit(out, state, 1);
   }
   for (const auto& state : remembered) {
     put_limit(out, state, -1);
   }
+  std::string word = encode_server_word(server);
+  if (server.grant_seq != 0 || !word.empty()) {
+    put(out, 0);
+    put(out, server.grant_seq);
+    out += word;
+  }
   return out;
 }
 
 std::optional<StoredLimits> decode_limits(std::string_view bytes) {
-  if (bytes.size() % k_record_size != 0) {
-    return std::nullopt;
-  }
   StoredLimits stored;
-  for (std::size_t offset = 0; offset < bytes.size(); offset += k_record_size) {
-    core::LimitState state;
+  std::size_t offset = 0;
+  for (; offset + 8 <= bytes.size(); offset += k_record_size) {
     std::int64_t count = get(bytes, offset);
+    if (count == 0) {
+      break; // the server word
+    }
+    if (bytes.size() - offset < k_record_size) {
+      return std::nullopt;
+    }
+    core::LimitState state;
     state.limit.rate.count =
         count < 0 && count != std::numeric_limits<std::int64_t>::min() ? -count : count;
     state.limit.rate.period = get(bytes, offset + 8);
@@ -79,6 +90,23 @@ std::optional<StoredLimits> decode_limits(std::string_view bytes) {
     }
     (count > 0 ? stored.limits : stored.remembered).push_back(state);
   }
+  if (offset == bytes.size()) {
+    return stored;
+  }
+  if (bytes.size() - offset < 16) {
+    return std::nullopt;
+  }
+  auto word = decode_server_word(bytes.substr(offset + 16));
+  if (!word) {
+    return std::nullopt;
+  }
+  word->grant_seq = get(bytes, offset + 8);
+  // What encode_limits would not write: a sequence out of bounds, nothing at all.
+  if (word->grant_seq < 0 || word->grant_seq > core::k_max_grant_seq ||
+      (word->grant_seq == 0 && encode_server_word(*word).empty())) {
+    return std::nullopt;
+  }
+  stored.server = std::move(*word);
   return stored;
 }
 
@@ -113,8 +141,9 @@ public:
       return std::nullopt;
     }
     std::size_t padded = (*size + 7) / 8 * 8;
-    if (m_bytes.size() < padded) {
-      return std::nullopt;
+    if (m_bytes.size() < padded ||
+        m_bytes.substr(*size, padded - *size).find_first_not_of('\0') != std::string_view::npos) {
+      return std::nullopt; // the padding is zeros, as encode_server_word writes it
     }
     std::string value(m_bytes.substr(0, *size));
     m_bytes.remove_prefix(padded);
