@@ -39,13 +39,13 @@ std::vector<LimitState> states_for(const Rules& rules, const KeyState& state,
     if (stored) {
       result.push_back({limit, stored->slots});
     } else if (state.remembered.empty()) {
-      result.push_back({limit, rules.carry(limit, state.limits, now)});
+      result.push_back({limit, rules.carry(limit, state.limits, now, state.granted)});
     } else {
       if (every_stored.empty()) {
         every_stored = state.limits;
         every_stored.insert(every_stored.end(), state.remembered.begin(), state.remembered.end());
       }
-      result.push_back({limit, rules.carry(limit, every_stored, now)});
+      result.push_back({limit, rules.carry(limit, every_stored, now, state.granted)});
     }
   }
   return result;
@@ -69,14 +69,13 @@ std::vector<LimitState> unnamed_by(const Rules& rules, const KeyState& state,
   return unnamed;
 }
 
-// Forgets the remembered limits that hold nothing at `now` (a call naming one again
-// derives no more than a fresh state from the others), then the oldest beyond
-// k_max_remembered.
+// Forgets the remembered limits that the key no longer needs at `now` (for most, those
+// that hold nothing: a call naming one again derives no more than a fresh state from the
+// others), then the oldest beyond k_max_remembered.
 void forget_fresh(const Rules& rules, std::vector<LimitState>& remembered, GrantLog& log,
                   Nanos now) {
-  std::erase_if(remembered, [&](const LimitState& s) {
-    return rules.usage(s.limit, s, log, now).reset_after == 0;
-  });
+  std::erase_if(remembered,
+                [&](const LimitState& s) { return !rules.keeps_remembered(s, log, now); });
   if (remembered.size() > k_max_remembered) {
     remembered.resize(k_max_remembered);
   }
@@ -230,8 +229,11 @@ Decision decide(KeyState& state, std::span<const Limit> limits, GrantLog& log,
       }
     }
   }
-  // The state holds the limits of the last call; a bucket remembers the others while they
-  // hold something, and they count this grant too. A denied call changes nothing else.
+  if (decision.allowed && rules.counts_granted()) {
+    state.granted = add_window_count(state.granted, request.cost);
+  }
+  // The state holds the limits of the last call; the key remembers the others while it
+  // needs them, and they count this grant too. A denied call changes nothing else.
   std::vector<LimitState> remembered = unnamed_by(rules, state, limits);
   if (decision.allowed && !remembered.empty()) {
     // One that could not count it within the bounds (a debt past 2116) is forgotten.
@@ -313,6 +315,19 @@ Decision inspect(const KeyState& state, GrantLog& log, Nanos now, std::int64_t c
                 remembered_after(rules, state, log, decision.now)});
   apply_pause(decision);
   return decision;
+}
+
+void read_earlier_version(KeyState& state) {
+  const Rules& rules = rules_for(state.algorithm);
+  if (!rules.counts_granted()) {
+    return;
+  }
+  state.granted = k_max_window_count;
+  for (std::vector<LimitState>* states : {&state.limits, &state.remembered}) {
+    for (LimitState& limit_state : *states) {
+      rules.read_earlier_version(limit_state);
+    }
+  }
 }
 
 bool is_fresh(const KeyState& state, GrantLog& log, Nanos now) {

@@ -86,8 +86,8 @@ public:
     return {std::max<std::int64_t>(0, limit.rate.count - used), reset_after};
   }
 
-  std::array<std::int64_t, 3> carry(const Limit&, std::span<const LimitState> stored,
-                                    Nanos) const override {
+  std::array<std::int64_t, 3> carry(const Limit&, std::span<const LimitState> stored, Nanos,
+                                    std::int64_t) const override {
     if (stored.empty()) {
       return {};
     }

@@ -588,6 +588,120 @@ test_sliding_log_forgets_entries_that_left_the_window() {
   expect_true "the log holds $rows entries" [ "$rows" -le 6 ]
 }
 
+# --- several limits on one key, changing between calls -------------------------------------
+
+# Sleeps until TARGET (milliseconds since the epoch).
+sleep_until_ms() {
+  local left=$(($1 - $(now_ms)))
+  [ "$left" -gt 0 ] && sleep "$(printf '%d.%03d' $((left / 1000)) $((left % 1000)))"
+  return 0
+}
+
+# The start of the next window of PERIOD milliseconds aligned to the epoch.
+next_window_ms() { echo $((($(now_ms) / $1 + 1) * $1)); }
+
+# A call naming a longer period counts every grant of the key in its window, those made
+# before the window the stored limit keeps: 2/500ms once every 500 ms on a sliding window
+# (never fresh between: the window before still weighs), then 3/1500ms has no room left in
+# that aligned 1.5 s window.
+test_a_longer_window_counts_the_grants_before_the_stored_one() {
+  local attempt start step granted i end
+  for attempt in 1 2 3; do
+    start=$(next_window_ms 1500)
+    for step in 0 1 2; do
+      sleep_until_ms $((start + step * 500 + 50))
+      expect_status 0 rl try "first-$attempt" -a sliding-window -r 2/500ms || return
+    done
+    granted=0
+    for i in 1 2 3; do
+      rl -q try "first-$attempt" -a sliding-window -r 3/1500ms && granted=$((granted + 1))
+    done
+    end=$(now_ms)
+    [ "$end" -lt $((start + 1500)) ] && break # else the calls straddled two windows
+  done
+  expect_true "within one 1.5 s window in three attempts" [ "$end" -lt $((start + 1500)) ]
+  expect_eq 0 "$granted" "grants at 3/1500ms after three at 2/500ms"
+}
+
+# The same on a fixed window, the example at twice the speed: 1/500ms at the start
+# of four 500 ms, then 5/2500ms has room for one, not four. Only on SQLite: the key is fresh
+# at each boundary, when Redis lets it expire, and a key forgotten starts afresh (as the
+# man page says); SQLite forgets a fresh key only when gc finds it so.
+test_a_longer_fixed_window_counts_the_grants_before_the_stored_one() {
+  on_store sqlite || return 0
+  local attempt start step granted i end
+  for attempt in 1 2 3; do
+    start=$(next_window_ms 2500)
+    for step in 0 1 2 3; do
+      sleep_until_ms $((start + step * 500 + 50))
+      expect_status 0 rl try "fixed-$attempt" -a fixed-window -r 1/500ms || return
+    done
+    granted=0
+    for i in 1 2 3 4 5 6; do
+      rl -q try "fixed-$attempt" -a fixed-window -r 5/2500ms && granted=$((granted + 1))
+    done
+    end=$(now_ms)
+    [ "$end" -lt $((start + 2500)) ] && break
+  done
+  expect_true "within one 2.5 s window in three attempts" [ "$end" -lt $((start + 2500)) ]
+  expect_eq 1 "$granted" "grants at 5/2500ms after four at 1/500ms"
+}
+
+# A limit named before is remembered and counts every grant since, exactly: 5/2500ms once,
+# then the shorter limit three times, then 5/2500ms again has room for one, not four
+# (fixed window) or three (sliding window). The remembered limit keeps the key from being
+# fresh, on every store.
+test_a_remembered_window_counts_the_grants_under_other_limits() {
+  local attempt start step granted algorithm short i end
+  for attempt in 1 2 3; do
+    start=$(next_window_ms 2500)
+    sleep_until_ms $((start + 50))
+    for algorithm in fixed-window sliding-window; do
+      expect_status 0 rl try "$algorithm-$attempt" -a $algorithm -r 5/2500ms || return
+    done
+    for step in 1 2 3; do
+      sleep_until_ms $((start + step * 500 + 50))
+      for algorithm in fixed-window sliding-window; do
+        short=1/500ms
+        [ $algorithm = sliding-window ] && short=2/500ms # the window before weighs
+        expect_status 0 rl try "$algorithm-$attempt" -a $algorithm -r $short || return
+      done
+    done
+    for algorithm in fixed-window sliding-window; do
+      granted=0
+      for i in 1 2 3 4 5 6; do
+        rl -q try "$algorithm-$attempt" -a $algorithm -r 5/2500ms && granted=$((granted + 1))
+      done
+      eval "granted_${algorithm%-window}=$granted"
+    done
+    end=$(now_ms)
+    [ "$end" -lt $((start + 2500)) ] && break
+  done
+  expect_true "within one 2.5 s window in three attempts" [ "$end" -lt $((start + 2500)) ]
+  expect_eq 1 "$granted_fixed" "fixed window: grants at 5/2500ms after four"
+  expect_eq 1 "$granted_sliding" "sliding window: grants at 5/2500ms after four"
+}
+
+# Callers alternating 600/min and 10/s on one sliding-window key: the key stays readable
+# (it once counted an unknown number twice at each change of limits, and was damaged on
+# the 16th round) and usable (one grant at 600/min once held 10/s back for the rest of the
+# minute).
+test_sliding_window_alternating_limits_stays_usable() {
+  local i statuses=
+  for i in $(seq 20); do
+    rl -q try alternating -a sliding-window -r 600/min
+    statuses+="$? "
+    rl -q try alternating -a sliding-window -r 10/s
+    statuses+="$? "
+  done
+  expect_eq "" "$(echo $statuses | tr ' ' '\n' | grep -v '^[01]$')" "statuses other than 0 and 1"
+  expect_status 0 rl status alternating
+  # Two seconds on, 10/s has room again, and so has 600/min, which the 10/s calls counted.
+  sleep 2.1
+  expect_status 0 rl try alternating -a sliding-window -r 10/s
+  expect_status 0 rl try alternating -a sliding-window -r 600/min
+}
+
 # --- --json for every algorithm ------------------------------------------------------------
 
 # The bounds of ceil((window_end - decision) / 1 ms) for a decision made between LO and HI
