@@ -52,12 +52,13 @@ struct KeyState {
   // The limits of the key's last call, and their state: a limit that a call no longer
   // names is not kept (what it had in use carries over to the limits named instead).
   std::vector<LimitState> limits;
-  // Buckets and windows: the states of limits that earlier calls named and the last call
-  // did not, while the key needs them (Rules::keeps_remembered: a bucket's as long as they
-  // hold something, a window's as long as the key's state). Every grant takes from them too
-  // (they decide nothing), so that a call naming one again finds in use what the key
+  // The states of limits that earlier calls named and the last call did not, while the key
+  // needs them (Rules::keeps_remembered). Buckets and windows: every grant takes from them
+  // too (they decide nothing), so that a call naming one again finds in use what the key
   // granted, counted at its rate from the first, instead of converted from another rate at
-  // every change of limits.
+  // every change of limits; a bucket's as long as they hold something, a window's as long
+  // as the key's state. Sliding log: the key's slots as they were after such a call, while
+  // a grant of it may still share its time with a later one (Rules::protect).
   std::vector<LimitState> remembered{};
   // Sliding log: the longest period any call on the key has named. The key's one log keeps
   // the grants of that long, so that no limit, however long its period, misses any.

@@ -67,15 +67,23 @@ public:
   // set of slots); then `take` and `give_back` are called once, for the longest period.
   virtual bool shares_state() const { return false; }
 
-  // Whether the key keeps the limits its last call did not name (KeyState::remembered) and
-  // takes every grant from them too, though they decide nothing: the buckets and the
-  // windows, whose `take` counts a grant whenever it is made.
+  // Whether the key keeps the limits its last call did not name (KeyState::remembered).
+  // Unless the state is shared, every grant is taken from them too, though they decide
+  // nothing: the buckets and the windows, whose `take` counts a grant whenever it is made.
   virtual bool remembers_unnamed() const { return false; }
 
   // Whether the key still needs `remembered`, a limit it remembers, at `now`. By default
   // while it holds something: forgotten, it would be derived from the others as no less.
   virtual bool keeps_remembered(const LimitState& remembered, GrantLog& log, Nanos now) const {
     return usage(remembered.limit, remembered, log, now).reset_after > 0;
+  }
+
+  // The earliest time from `at` when a grant of `cost` leaves the grants that a
+  // remembered limit judged (`remembered`) within its N; `state` is the call's (shared)
+  // state. By default `at`: a remembered limit decides nothing.
+  virtual Nanos protect(const LimitState& /*remembered*/, const LimitState& /*state*/,
+                        GrantLog& /*log*/, Nanos at, std::int64_t /*cost*/) const {
+    return at;
   }
 
   // Reads `state` as stored by a version that did not keep what a key has granted

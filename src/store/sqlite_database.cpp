@@ -167,7 +167,7 @@ void SqliteDatabase::upgrade() {
     // a sliding window's first slot holds its latest grant, of which the window's start is
     // the start. A version-4 row reads the same, what it granted unknown. The number alone
     // changes, so that an older ratelimit refuses the file rather than reading those rows
-    // as damaged.
+    // as damaged, or a sliding log's remembered limits as its own.
     if (version == 4) {
       execute("PRAGMA user_version = 5;");
     }

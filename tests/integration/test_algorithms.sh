@@ -590,6 +590,16 @@ test_sliding_log_forgets_entries_that_left_the_window() {
 
 # --- several limits on one key, changing between calls -------------------------------------
 
+# The times of the grants in KEY's sliding log, oldest first, in the store's unit.
+log_times() {
+  if [ "$STORE" = redis ]; then
+    rcli ZRANGE "ratelimit:{$1}:t" 0 -1 WITHSCORES | awk 'NR % 2 == 0'
+  else
+    sqlite3 "$DB" "SELECT at FROM grant_log JOIN keys ON keys.id = key_id
+      WHERE keys.name = CAST('$1' AS BLOB) ORDER BY at"
+  fi
+}
+
 # Sleeps until TARGET (milliseconds since the epoch).
 sleep_until_ms() {
   local left=$(($1 - $(now_ms)))
@@ -700,6 +710,33 @@ test_sliding_window_alternating_limits_stays_usable() {
   sleep 2.1
   expect_status 0 rl try alternating -a sliding-window -r 10/s
   expect_status 0 rl try alternating -a sliding-window -r 600/min
+}
+
+# Sliding log: waiters at 600/min never land on the instant of a reservation made at 2/5s
+# (2/2500ms here), which would leave it with more than 2 in its period: they are granted
+# just after it (a nanosecond on SQLite, a microsecond on Redis).
+test_sliding_log_looser_waiters_keep_off_a_stricter_reservation() {
+  local args=(-a sliding-log) pids=() i times reserved at_reserved=0 after=0 time
+  expect_status 0 rl try protect "${args[@]}" -r 2/2500ms || return
+  expect_status 0 rl try protect "${args[@]}" -r 2/2500ms || return
+  rl -q wait protect "${args[@]}" -r 2/2500ms &
+  pids+=($!)
+  wait_for_reservation protect 1500 || return
+  for i in 1 2 3 4 5; do
+    rl -q wait protect "${args[@]}" -r 600/min &
+    pids+=($!)
+  done
+  for i in "${pids[@]}"; do
+    wait "$i" || fail "a waiter exited $?"
+  done
+  times=$(log_times protect)
+  reserved=$(echo "$times" | sed -n 3p)
+  for time in $times; do
+    [ "$time" -eq "$reserved" ] && at_reserved=$((at_reserved + 1))
+    [ "$time" -gt "$reserved" ] && after=$((after + 1))
+  done
+  expect_eq 1 "$at_reserved" "grants at the reservation's instant (log: $(echo $times))"
+  expect_eq 5 "$after" "grants after it"
 }
 
 # --- --json for every algorithm ------------------------------------------------------------

@@ -562,6 +562,72 @@ TEST_CASE("core::decide windows: a new limit counts every grant since the key's 
   }
 }
 
+TEST_CASE(
+    "core::decide sliding-log: a looser waiter never lands on a stricter reservation's instant") {
+  // 2/5s taken twice, then a waiter at 2/5s reserves the instant the first grant leaves its
+  // window, T. Five waiters at 600/min then come: 600/min has room at T, but a grant there
+  // would leave the reservation with 3 in (T - 5 s, T]. They are granted just after it.
+  Key key(Algorithm::sliding_log);
+  const Limit strict = limit_of(2, 5 * k_s);
+  const Limit loose = limit_of(600, k_min);
+  REQUIRE(key.call(k_epoch, {strict}).allowed);
+  REQUIRE(key.call(k_epoch + k_ms, {strict}).allowed);
+  Decision reservation = key.call(k_epoch + 2 * k_ms, {strict}, 1, true);
+  REQUIRE(reservation.allowed);
+  Nanos t = reservation.grant.at;
+  CHECK(t == k_epoch + 5 * k_s);
+  for (int i = 0; i < 5; ++i) {
+    Decision looser = key.call(k_epoch + k_s + i * k_ms, {loose}, 1, true);
+    REQUIRE(looser.allowed);
+    CHECK(looser.grant.at == t + 1);
+  }
+  // A try at the reservation's instant under 600/min is refused by a nanosecond's wait;
+  // at 2/5s itself too, as its own window is full.
+  Key other(Algorithm::sliding_log);
+  REQUIRE(other.call(k_epoch, {limit_of(1, k_s)}).allowed);
+  Decision same_instant = other.call(k_epoch, {loose});
+  CHECK_FALSE(same_instant.allowed);
+  CHECK(same_instant.wait == 1);
+}
+
+TEST_CASE(
+    "core::decide sliding-log: ten 600/min waiters after a 10/s reservation keep its second") {
+  // 10/s: ten grants in its first second, then a waiter reserves the instant the first
+  // leaves, T. Ten waiters at 600/min land after T, not on it: (T - 1 s, T] holds 10.
+  Key key(Algorithm::sliding_log);
+  const Limit strict = limit_of(10, k_s);
+  std::vector<Made> made;
+  for (int i = 0; i < 10; ++i) {
+    REQUIRE(key.call(k_epoch + i * k_ms, {strict}).allowed);
+    made.push_back({k_epoch + i * k_ms, 1, 0});
+  }
+  Decision reservation = key.call(k_epoch + 20 * k_ms, {strict}, 1, true);
+  REQUIRE(reservation.allowed);
+  Nanos t = reservation.grant.at;
+  made.push_back({t, 1, 0});
+  for (int i = 0; i < 10; ++i) {
+    Decision looser = key.call(k_epoch + 30 * k_ms + i * k_ms, {limit_of(600, k_min)}, 1, true);
+    REQUIRE(looser.allowed);
+    CHECK(looser.grant.at > t);
+    made.push_back({looser.grant.at, 1, 1});
+  }
+  CHECK(cost_between(made, t - k_s + 1, t + 1) == 10);
+  // With room left in the reservation's window, a looser grant may share its instant: 3/5s,
+  // 2 taken, then 2 reserved when they leave, T; one unit of 600/min fits at T, the next
+  // goes just after.
+  Key roomy(Algorithm::sliding_log);
+  REQUIRE(roomy.call(k_epoch, {limit_of(3, 5 * k_s)}, 2).allowed);
+  Decision late = roomy.call(k_epoch + k_ms, {limit_of(3, 5 * k_s)}, 2, true);
+  REQUIRE(late.allowed);
+  CHECK(late.grant.at == k_epoch + 5 * k_s);
+  Decision shares = roomy.call(k_epoch + 2 * k_ms, {limit_of(600, k_min)}, 1, true);
+  REQUIRE(shares.allowed);
+  CHECK(shares.grant.at == late.grant.at);
+  Decision after = roomy.call(k_epoch + 3 * k_ms, {limit_of(600, k_min)}, 1, true);
+  REQUIRE(after.allowed);
+  CHECK(after.grant.at == late.grant.at + 1);
+}
+
 TEST_CASE("core::read_earlier_version: a window state of schema 4 is read conservatively") {
   KeyState fixed;
   fixed.algorithm = Algorithm::fixed_window;

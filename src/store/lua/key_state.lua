@@ -168,7 +168,9 @@ local function states_for(rule, state, limits, now)
   local every = nil
   local states = {}
   for i, limit in ipairs(limits) do
-    local st = find_limit(stored, limit) or find_limit(remembered, limit)
+    -- A shared state is the key's: its remembered limits keep only what protects them.
+    local st = find_limit(stored, limit) or
+                   (not rule.shares_state and find_limit(remembered, limit) or nil)
     if st then
       states[i] = {st.slots[1], st.slots[2], st.slots[3]}
     elseif #remembered == 0 then
@@ -240,6 +242,25 @@ local function remembered_after(algorithm, remembered, log, at_now)
     after = math.max(after, reset)
   end
   return after
+end
+
+-- `at`, moved on as long as a grant of `cost` there would leave the grants that one of
+-- `remembered` judged with more than its N (the rules' protect); `s` is the call's state.
+local function protected_slot(rule, remembered, s, log, at, cost)
+  if not rule.protect then
+    return at
+  end
+  local moved = true
+  while moved do
+    moved = false
+    for _, st in ipairs(remembered) do
+      local later = rule.protect(st, s, log, at, cost)
+      if later > at then
+        at, moved = later, true
+      end
+    end
+  end
+  return at
 end
 
 -- Whether the key holds exactly `limits`, in this order.

@@ -88,6 +88,8 @@ local function decide()
   local log = redis_log(log_by_time, log_by_cost)
   local clock = math.max(now, state and state.clock or 0)
   local states = states_for(rule, state, limits, clock)
+  -- The stored limits this call does not name: the key remembers them after it.
+  local remembered = unnamed_by(rule, state, limits)
   local log_period = 0
   if rule.shares_state then
     log_period = math.max(state and state.log_period or 0, longest_period(limits))
@@ -118,6 +120,7 @@ local function decide()
   else
     paused_until = 0
   end
+  at = protected_slot(rule, remembered, states[1], log, at, cost)
   local wait = at - clock
   local allowed
   if not reserve then
@@ -169,9 +172,8 @@ local function decide()
   if allowed and rule.counts_granted then
     granted = add_window_count(granted, cost)
   end
-  -- The key remembers the limits this call does not name, and they count its grant too.
-  local remembered = unnamed_by(rule, state, limits)
-  if allowed and #remembered > 0 then
+  -- Unless the state is shared, the limits the key remembers count the grant too.
+  if allowed and #remembered > 0 and not rule.shares_state then
     local fitting = {}
     for _, st in ipairs(remembered) do
       -- One that could not count it within the bounds (a debt past 2116) is forgotten.
@@ -278,6 +280,9 @@ local function inspect()
     end
   end
   at = math.max(at, state.paused_until)
+  if #limits > 0 then
+    at = protected_slot(rule, state.remembered, states[1], log, at, cost)
+  end
   local wait = at - clock
   local _, _, per_limit, least = summarise(state.algorithm, limits, states, log, clock)
   if wait == 0 and #limits > 0 then

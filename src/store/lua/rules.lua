@@ -7,8 +7,9 @@
 -- marks the sliding log, whose slots are the key's, the same for every limit;
 -- remembers_unnamed the algorithms whose keys keep the limits a call did not name, as long
 -- as keeps_remembered(st, log, now) says (by default while the limit holds something);
--- counts_granted the windows, whose keys count the cost they granted since their state
--- was made.
+-- protect(st, s, log, at, cost) the sliding log's slot for a grant that must not overfill
+-- the windows of a remembered limit's grants; counts_granted the windows, whose keys count
+-- the cost they granted since their state was made.
 
 local function window_start(t, period)
   return floor_div(t, period) * period
@@ -408,5 +409,24 @@ rules['sliding-log'] = {
     end
     local s = stored[1].slots
     return {s[1], s[2], s[3]}
+  end,
+  -- A limit of an earlier call, as the key's slots were after it: s[1] is not before its
+  -- latest grant, the only time a later grant could still overfill one of its windows.
+  remembers_unnamed = true,
+  keeps_remembered = function(st, log, now)
+    return st.slots[1] >= now
+  end,
+  protect = function(st, s, log, at, cost)
+    local latest = st.slots[1]
+    if latest < at then
+      return at
+    end
+    if latest == at then
+      local remaining = rules['sliding-log'].usage(st.limit, s, log, at)
+      if remaining >= cost then
+        return at
+      end
+    end
+    return latest + 1
   end,
 }
