@@ -111,7 +111,7 @@ public:
 
   bool remembers_unnamed() const override { return true; }
 
-  // While the key is not fresh, a remembered window, even empty, counts every grant from
+  // As long as the key's state, a remembered window, even empty, counts every grant from
   // then on, which its limit, named again, could not find exactly in the others.
   bool keeps_remembered(const LimitState&, GrantLog&, Nanos) const override { return true; }
 

@@ -172,7 +172,7 @@ public:
 
   bool remembers_unnamed() const override { return true; }
 
-  // While the key is not fresh, remembered windows, even empty, count every grant from
+  // As long as the key's state, remembered windows, even empty, count every grant from
   // then on, which their limit, named again, could not find exactly in the others.
   bool keeps_remembered(const LimitState&, GrantLog&, Nanos) const override { return true; }
 

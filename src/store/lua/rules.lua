@@ -132,7 +132,7 @@ local function latest_grant(st, i)
   return nil
 end
 
--- While the key is not fresh, a remembered window, even empty, counts every grant.
+-- As long as the key's state, a remembered window, even empty, counts every grant.
 local function always()
   return true
 end
