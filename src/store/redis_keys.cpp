@@ -36,8 +36,8 @@ std::vector<std::string> redis_keys_of(std::string_view prefix, std::string_view
 std::vector<std::string> redis_legacy_log_keys(std::string_view prefix, std::string_view key,
                                                std::int64_t period) {
   std::string base = redis_key(prefix, key);
-  std::string suffix = ":" + std::to_string(period);
-  return {base + ":t" + suffix, base + ":c" + suffix};
+  std::string period_text = std::to_string(period);
+  return {base + ":t:" + period_text, base + ":c:" + period_text};
 }
 
 std::optional<std::string> key_of_redis_name(std::string_view prefix, std::string_view name) {
