@@ -2,12 +2,14 @@
 
 #include "cli/commands.hpp"
 #include "cli/exit_status.hpp"
+#include "cli/help_formatter.hpp"
 #include "cli/report.hpp"
 #include "cli/usage_error.hpp"
 #include "cli/wrapped_command.hpp"
 #include "store/store.hpp"
-#include "util/standard_streams.hpp"
+#include "store/store_url.hpp"
 #include "util/near_miss.hpp"
+#include "util/standard_streams.hpp"
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -16,6 +18,7 @@
 #include <fmt/ranges.h>
 #include <optional>
 #include <sstream>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -29,9 +32,23 @@ constexpr const char* k_description =
 
 constexpr const char* k_examples =
     "Examples:\n"
-    "  ratelimit try api -r 10/s && curl https://api.example.com/\n"
-    "  ratelimit run fetch -r 5/s -r 1000/h -- curl -sO https://api.example.com/report\n"
+    "  ratelimit run api -r 5/s --until-exit -- curl -s https://api.example.com/\n"
+    "  ratelimit run backup -j 1 --no-wait -- /usr/local/bin/backup\n"
+    "  ratelimit try api -r 10/s && echo granted\n"
     "See ratelimit COMMAND --help, and man ratelimit for the algorithms and exit statuses.";
+
+// The end of `ratelimit --help`: the forms of a store URL, one a line, then the examples.
+std::string main_help_footer() {
+  // Listed as "A, B, C or D"; no form holds ", " or " or ".
+  std::string forms(store::k_store_url_form);
+  for (std::string_view separator : {", ", " or "}) {
+    for (std::size_t at = forms.find(separator); at != std::string::npos;
+         at = forms.find(separator, at)) {
+      forms.replace(at, separator.size(), "\n  ");
+    }
+  }
+  return "Store URLs (--store, $RATELIMIT_STORE):\n  " + forms + "\n\n" + k_examples;
+}
 
 std::string one_line(std::string text) {
   for (char& c : text) {
@@ -196,22 +213,6 @@ std::optional<std::string> unknown_option_message(const CLI::App& app, const CLI
   return std::nullopt;
 }
 
-// The global options, as --help lists them, for the help of a command: they may follow
-// the command name too.
-std::string global_options_help(const CLI::App& app) {
-  std::vector<const CLI::Option*> options = app.get_options([&](const CLI::Option* option) {
-    return option != app.get_help_ptr() && option != app.get_help_all_ptr() &&
-           option != app.get_version_ptr() && option->nonpositional();
-  });
-  // The group starts with a blank line, which the footer already has.
-  CLI::Formatter fallback;
-  const auto* formatter = dynamic_cast<const CLI::Formatter*>(app.get_formatter().get());
-  std::string group =
-      (formatter != nullptr ? *formatter : fallback)
-          .make_group("Global options (before or after the command)", false, options);
-  return group.starts_with('\n') ? group.substr(1) : group;
-}
-
 // Parses the command line with the commands `only` (or all when null), then runs the one it
 // selects. Returns nothing, having run nothing, when a parse with `only` fails: the parse
 // with every command then reports the error, help or version as usual. Sets `wrapping` when
@@ -221,7 +222,6 @@ std::optional<int> parse_and_run(int argc, char** argv, const Command* only, boo
   CLI::App app(k_description, "ratelimit");
   app.set_version_flag("--version", "ratelimit " RATELIMIT_VERSION " (stores: sqlite, redis)");
   app.require_subcommand(1);
-  app.footer(k_examples);
   add_global_options(app, global);
   std::vector<std::pair<const CLI::App*, CommandRun>> runs;
   for (const Command& command : k_commands) {
@@ -231,10 +231,8 @@ std::optional<int> parse_and_run(int argc, char** argv, const Command* only, boo
     }
   }
   for (CLI::App* command : app.get_subcommands({})) {
-    // Global options may follow the command name too; its --help lists them (built only
-    // when shown).
+    // Global options may follow the command name too.
     command->fallthrough();
-    command->footer([&app] { return global_options_help(app); });
   }
   std::vector<const char*> args = mark_wrapped_command(app, argc, argv);
   try {
@@ -247,6 +245,10 @@ std::optional<int> parse_and_run(int argc, char** argv, const Command* only, boo
     if (dynamic_cast<const CLI::CallForHelp*>(&error) != nullptr ||
         dynamic_cast<const CLI::CallForAllHelp*>(&error) != nullptr ||
         dynamic_cast<const CLI::CallForVersion*>(&error) != nullptr) {
+      // Set up only when shown: a decision does not pay for it. Each command has a footer of
+      // its own.
+      app.footer(main_help_footer());
+      use_help_formatter(app, help_width());
       // Written as every output is, so that a failure to write it is told.
       std::ostringstream out;
       int status = app.exit(error, out, out);

@@ -396,7 +396,7 @@ without_store() { case $1 in help | simulate | completions | limits) return 0 ;;
 
 # The commands `ratelimit --help` lists.
 listed_commands() {
-  "$RATELIMIT" --help | awk '/^[A-Za-z]+:/ { section = $1 } section == "Subcommands:" && /^  [a-z]/ { print $1 }'
+  "$RATELIMIT" --help | awk '/^[A-Za-z]+:/ { section = $1 } section == "Commands:" && /^  [a-z]/ { print $1 }'
 }
 
 expect_refused_by_every_command() {

@@ -113,18 +113,6 @@ test_misspelt_options_and_commands_get_a_suggestion() {
   expect_usage_error 'unknown command "zzzzzz"; expected one of' zzzzzz k
 }
 
-# A command's --help lists the global options it accepts after its name.
-test_command_help_lists_the_global_options() {
-  local command
-  for command in try wait run pipe status reset gc; do
-    expect_status 0 rl "$command" --help || continue
-    expect_contains "$OUT" "Global options (before or after the command):"
-    expect_contains "$OUT" "--db PATH"
-    expect_contains "$OUT" "-E,--limited-exit-code N"
-    expect_contains "$OUT" "--store URL"
-  done
-}
-
 test_fractional_zero_and_negative_costs() {
   local cost
   for cost in 0.5 1.5 1e3 0 -1 -0 +1 0x10 "" " 1" "1 " 1/2 one; do
