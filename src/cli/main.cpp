@@ -8,6 +8,7 @@
 #include "cli/wrapped_command.hpp"
 #include "store/store.hpp"
 #include "store/store_url.hpp"
+#include "util/key_text.hpp"
 #include "util/near_miss.hpp"
 #include "util/standard_streams.hpp"
 
@@ -114,6 +115,30 @@ std::string accepted_form(const CLI::App& app, const CLI::App* command, const st
   return name;
 }
 
+// The words after KEY of `try` or `wait`, which run no command, as what to use instead; or
+// nothing for another command, or when the first word left over is an option.
+std::optional<std::string> command_given_message(const CLI::App& app, const CLI::App& command) {
+  std::vector<std::string> words = command.remaining();
+  std::vector<std::string> more = app.remaining();
+  words.insert(words.end(), more.begin(), more.end());
+  if (words.empty() || words.front().starts_with('-')) {
+    return std::nullopt;
+  }
+  std::string given = util::printable_key(fmt::format("{}", fmt::join(words, " ")).substr(0, 200));
+  if (command.get_name() == "wait") {
+    return fmt::format("wait runs no command ({} follows KEY); to run one at its slot: "
+                       "ratelimit run KEY [OPTIONS] [--] COMMAND [ARG...]",
+                       given);
+  }
+  if (command.get_name() == "try") {
+    return fmt::format("try runs no command ({} follows KEY); to run one if a slot is free "
+                       "now: ratelimit run KEY --no-wait [OPTIONS] [--] COMMAND [ARG...], or "
+                       "ratelimit try KEY [OPTIONS] && COMMAND",
+                       given);
+  }
+  return std::nullopt;
+}
+
 // CLI11's message for `error` in our own words: lower case, naming what was wrong and the
 // accepted form, then where to read more.
 std::string parse_error_message(const CLI::App& app, const CLI::ParseError& error) {
@@ -126,6 +151,11 @@ std::string parse_error_message(const CLI::App& app, const CLI::ParseError& erro
                                         : fmt::format("ratelimit {} --help", command->get_name());
   if (auto unknown = unknown_option_message(app, command, help)) {
     return *unknown;
+  }
+  if (dynamic_cast<const CLI::ExtrasError*>(&error) != nullptr && command != nullptr) {
+    if (auto hint = command_given_message(app, *command)) {
+      return *hint;
+    }
   }
   std::string text = error.what();
   std::string::size_type colon = text.find(": ");
