@@ -113,6 +113,7 @@ struct Slot {
   bool started = false;
   int signal = 0;
   core::Nanos waited = 0;
+  bool slept = false; // whether it waited for a slot, rather than start at once
 };
 
 Slot wait_for_slot(store::RunSlots& slots, util::InterruptSignals& signals,
@@ -124,6 +125,7 @@ Slot wait_for_slot(store::RunSlots& slots, util::InterruptSignals& signals,
   }
   std::int64_t began = util::monotonic_nanos();
   store::StartAnswer answer = slots.join(run.request.key, run.request.cost, hold, caps);
+  bool answer_at_join = answer.started;
   while (!answer.started) {
     core::Nanos elapsed = util::monotonic_nanos() - began;
     core::Nanos left = run.max_wait == k_forever ? k_forever : run.max_wait - elapsed;
@@ -148,7 +150,7 @@ Slot wait_for_slot(store::RunSlots& slots, util::InterruptSignals& signals,
     }
     answer = slots.try_start(caps);
   }
-  return {true, 0, util::monotonic_nanos() - began};
+  return {true, 0, util::monotonic_nanos() - began, !answer_at_join};
 }
 
 // Takes a place on the run slots of `store` into `slots` and waits for the command's slot as
@@ -162,6 +164,8 @@ std::optional<int> take_slot(store::Store& store, std::unique_ptr<store::RunSlot
     return 128 + slot.signal;
   }
   if (!slot.started) {
+    // Refused a slot: limited, as a refusal by a rate is.
+    store.add_to_counters(run.request.key, false, 0);
     return global.limited_exit_code;
   }
   core::Nanos left =
@@ -176,6 +180,8 @@ std::optional<int> take_slot(store::Store& store, std::unique_ptr<store::RunSlot
       return acquired.signal != 0 ? 128 + acquired.signal : global.limited_exit_code;
     }
   } else {
+    // Granted by the slots alone: no decision of a rate counts it.
+    store.add_to_counters(run.request.key, true, slot.slept ? slot.waited : 0);
     report_start(global, run, caps, slot.waited);
   }
   return std::nullopt;

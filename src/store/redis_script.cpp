@@ -262,6 +262,18 @@ PauseStanding RedisScript::pause_of(std::string_view key, std::optional<core::Na
   return pause_reply(key, reply);
 }
 
+void RedisScript::add_to_counters(std::string_view key, bool granted, std::int64_t waited) {
+  std::string arguments[] = {"count", "", granted ? "1" : "0", std::to_string(waited)};
+  RedisReply reply = m_connection.run_script(keys_of(key), arguments);
+  std::string status = status_of(reply);
+  if (status == "clock") {
+    clock_beyond_range();
+  }
+  if (status == "damaged") {
+    damaged(key);
+  }
+}
+
 PauseStanding RedisScript::pause_reply(std::string_view key, const RedisReply& reply) const {
   std::string status = status_of(reply);
   if (status == "clock") {

@@ -41,6 +41,9 @@ public:
                       std::optional<core::Nanos> now = std::nullopt);
   PauseStanding pause_of(std::string_view key, std::optional<core::Nanos> now = std::nullopt);
 
+  // As Store::add_to_counters: `waited` in microseconds.
+  void add_to_counters(std::string_view key, bool granted, std::int64_t waited);
+
 private:
   PauseStanding pause_reply(std::string_view key, const RedisReply& reply) const;
 
