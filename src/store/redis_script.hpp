@@ -46,6 +46,9 @@ public:
 
 private:
   PauseStanding pause_reply(std::string_view key, const RedisReply& reply) const;
+  // The reply's status (`ok`, `none`, `conflict`...); throws for `clock` and for `damaged`
+  // state of `key`.
+  std::string checked_status(std::string_view key, const RedisReply& reply) const;
 
   // Throws the StoreError for a key whose values the script cannot read (of another type,
   // set by hand, say): decide, give_back and inspect refuse it, naming `key`.

@@ -115,6 +115,30 @@ void sort_found(std::vector<FoundKey>& found) {
               found.end());
 }
 
+// The keys to read: `keys`, each through `connection`, which follows redirections to the
+// master of its slot; when `keys` is empty, every key that `key_of` finds among the names that
+// `scan` lists, on the server it was found on.
+template <typename Scan, typename KeyOf>
+std::vector<FoundKey> keys_to_read(std::span<const std::string> keys, RedisConnection& connection,
+                                   Scan scan, KeyOf key_of) {
+  std::vector<FoundKey> found;
+  if (!keys.empty()) {
+    for (const std::string& key : keys) {
+      found.push_back({key, &connection});
+    }
+    return found;
+  }
+  for (const auto& node : scan()) {
+    for (const std::string& name : node.names) {
+      if (std::optional<std::string> key = key_of(name)) {
+        found.push_back({std::move(*key), node.connection});
+      }
+    }
+  }
+  sort_found(found);
+  return found;
+}
+
 } // namespace
 
 std::vector<RedisStore::ScannedNames> RedisStore::scan() {
@@ -135,21 +159,9 @@ std::vector<RedisStore::ScannedNames> RedisStore::scan() {
 }
 
 std::vector<KeyStatus> RedisStore::status(std::span<const std::string> keys) {
-  std::vector<FoundKey> found;
-  if (keys.empty()) {
-    for (const ScannedNames& node : scan()) {
-      for (const std::string& name : node.names) {
-        if (auto key = key_of_redis_name(m_prefix, name)) {
-          found.push_back({std::move(*key), node.connection});
-        }
-      }
-    }
-    sort_found(found);
-  } else {
-    for (const std::string& key : keys) {
-      found.push_back({key, &m_connection});
-    }
-  }
+  std::vector<FoundKey> found = keys_to_read(
+      keys, m_connection, [this] { return scan(); },
+      [this](std::string_view name) { return key_of_redis_name(m_prefix, name); });
   std::vector<KeyStatus> result;
   for (const auto& [key, connection] : found) {
     std::optional<KeyStatus> status;
@@ -221,21 +233,9 @@ std::optional<KeyCounters> counters_on(RedisConnection& connection, std::string_
 } // namespace
 
 std::vector<NamedCounters> RedisStore::counters(std::span<const std::string> keys) {
-  std::vector<FoundKey> found;
-  if (keys.empty()) {
-    for (const ScannedNames& node : scan()) {
-      for (const std::string& name : node.names) {
-        if (auto key = key_of_redis_counters_name(m_prefix, name)) {
-          found.push_back({std::move(*key), node.connection});
-        }
-      }
-    }
-    sort_found(found);
-  } else {
-    for (const std::string& key : keys) {
-      found.push_back({key, &m_connection});
-    }
-  }
+  std::vector<FoundKey> found = keys_to_read(
+      keys, m_connection, [this] { return scan(); },
+      [this](std::string_view name) { return key_of_redis_counters_name(m_prefix, name); });
   std::vector<NamedCounters> result;
   for (const auto& [key, connection] : found) {
     if (auto counters = counters_on(*connection, m_prefix, key)) {
