@@ -4,6 +4,7 @@
 #include "cli/pause.hpp"
 #include "cli/report.hpp"
 #include "cli/run_holding.hpp"
+#include "cli/run_observing.hpp"
 #include "cli/usage_error.hpp"
 #include "core/backoff.hpp"
 #include "util/child_process.hpp"
@@ -42,6 +43,7 @@ struct RunOptions {
   std::optional<std::string> backoff;     // default 1s
   std::optional<std::string> backoff_max; // default 5min
   std::optional<int> retries;             // default 0
+  ObserveRunOptions observe;
   // Words of COMMAND's arguments that name options of run's, such as `-r` (run k echo hi
   // -r 5/s): named when KEY turns out to have no rate.
   std::vector<std::string> options_after_command;
@@ -239,6 +241,8 @@ int run_run(RunOptions options, const GlobalOptions& global) {
   if (options.lease && !options.concurrency && !options.until_exit) {
     throw UsageError("--lease applies to -j and --until-exit; give one of them");
   }
+  core::Nanos max_pause = check_observe_run_options(
+      options.observe, options.concurrency || options.until_exit, !options.backoff_on.empty());
   if (options.concurrency || options.until_exit) {
     if (!options.backoff_on.empty()) {
       throw UsageError("--backoff-on does not combine with -j or --until-exit; back off with "
@@ -286,6 +290,9 @@ int run_run(RunOptions options, const GlobalOptions& global) {
     return global.limited_exit_code;
   }
   signals.restore();
+  if (options.observe.observe) {
+    return run_observed(options.command, global, request.key, max_pause, signals);
+  }
   return execute(options.command);
 }
 
@@ -361,6 +368,7 @@ CommandRun setup_run(CLI::App& app, const GlobalOptions& global) {
                    "With -j or --until-exit on Redis: a holder on a lost host frees its slot "
                    "after this (default 30s; renewed every third of it while it runs)")
       ->option_text("DURATION");
+  add_observe_run_options(*command, options->observe);
   command
       ->add_option("command", options->command,
                    "The command and its arguments: from the first word after KEY that is not "

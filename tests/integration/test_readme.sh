@@ -51,19 +51,11 @@ SH
   sed "s|/usr/local/bin/|$PWD/stubs/|g" <<<"$1"
 }
 
-# start_api LIMIT: the stand-in for an API that allows LIMIT requests in any second, by
-# arrival; sets API_URL and API_PID. Every request is logged in ./arrivals.
-start_api() {
-  "$PYTHON" "$SUITE_DIR/stand_in_api.py" --port-file port --log arrivals --limit "$1" \
-    --period 1 --lifetime 120 &
-  API_PID=$!
-  wait_for_file port
-  API_URL=http://127.0.0.1:$(cat port)
-}
-
-stop_api() {
-  kill "$API_PID" 2>/dev/null
-  wait "$API_PID" 2>/dev/null
+# The stand-in for an API that allows LIMIT requests in any second, by arrival (start_api in
+# lib.sh); sets API_URL. Every request is logged in ./arrivals.
+start_api_of() {
+  start_api arrivals --limit "$1" --period 1
+  API_URL=http://127.0.0.1:$API_PORT
 }
 
 answers() { grep -c " $1 " arrivals; }
@@ -109,7 +101,7 @@ test_recipe_http_api() {
   text=$(recipe http-api)
   expect_contains "$text" "--until-exit" "the recipe" || return
   slow_first_curl
-  start_api 5
+  start_api_of 5
   text=${text//https:\/\/api.example.com/$API_URL}
   # The recipe as written, then 12 calls more at once.
   ROUND=1 PATH=$PWD/slow-curl:$PATH bash -c "$text"'
@@ -220,7 +212,7 @@ test_recipe_xargs() {
   command -v curl >/dev/null || { skip "no curl"; return 0; }
   local text
   text=$(recipe xargs)
-  start_api 1000
+  start_api_of 1000
   local i
   for i in $(seq 12); do
     echo "$API_URL/file-$i"
@@ -256,7 +248,7 @@ test_recipe_backoff() {
   command -v curl >/dev/null || { skip "no curl"; return 0; }
   local text
   text=$(recipe backoff)
-  start_api 1
+  start_api_of 1
   text=${text//https:\/\/api.example.com/$API_URL}
   local i pids=()
   for i in 1 2 3; do
