@@ -383,6 +383,7 @@ store_invocation() {
   try | wait) echo "$1 k -r 1/s" ;;
   run) echo "run k -r 1/s -- true" ;;
   pause) echo "pause k 1s" ;;
+  observe) echo "observe k --status 429" ;;
   pipe) echo "pipe k -r 1/s" ;;
   status) echo "status k" ;;
   reset) echo "reset k" ;;
