@@ -29,10 +29,10 @@ class HelpFormatter final : public CLI::Formatter {
 public:
   explicit HelpFormatter(std::size_t width) : m_width(width) {}
 
+  // The same layout in every mode: no command's help is shown inside another's.
   std::string make_help(const CLI::App* app, std::string name,
-                        CLI::AppFormatMode mode) const override {
-    (void)mode;
-    std::string out = paragraph(app->get_description());
+                        CLI::AppFormatMode /*mode*/) const override {
+    std::string out = make_description(app);
     out += '\n' + make_usage(app, name);
     if (app->get_parent() == nullptr) {
       out += make_subcommands(app, CLI::AppFormatMode::Normal);
@@ -93,10 +93,6 @@ public:
       out += entry(command->get_name(), command->get_description(), longest + 4);
     }
     return out;
-  }
-
-  std::string make_subcommand(const CLI::App* command) const override {
-    return entry(command->get_name(), command->get_description(), k_option_column);
   }
 
   std::string make_footer(const CLI::App* app) const override {

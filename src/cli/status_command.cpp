@@ -12,9 +12,9 @@
 #include <algorithm>
 #include <ctime>
 #include <fmt/format.h>
+#include <map>
 #include <memory>
-#include <optional>
-#include <set>
+#include <string_view>
 
 namespace ratelimit::cli {
 
@@ -187,47 +187,31 @@ int run_status(const StatusOptions& options, const GlobalOptions& global) {
       now = store->now();
     }
   }
-  // Every key the store knows of: by its state, its counters, or the commands on its slots.
-  auto shown_key = [&](const std::string& key) -> std::optional<ShownKey> {
-    ShownKey shown{key, nullptr, {}};
-    auto state = std::find_if(found.begin(), found.end(),
-                              [&](const store::KeyStatus& status) { return status.key == key; });
-    if (state != found.end()) {
-      shown.status = &*state;
-      return shown;
-    }
-    auto named = std::find_if(counters.begin(), counters.end(),
-                              [&](const store::NamedCounters& item) { return item.key == key; });
-    if (named != counters.end()) {
-      shown.counters = named->counters;
-    } else if (!has_runs(entries, key)) {
-      return std::nullopt;
-    }
-    return shown;
-  };
+  // Every key the store knows of: by its state, its counters, or the commands on its slots;
+  // by key, so that a database of many keys is looked through once.
+  std::map<std::string_view, ShownKey> known;
+  for (const store::RunEntry& entry : entries) {
+    known.emplace(entry.key, ShownKey{entry.key, nullptr, {}});
+  }
+  for (const store::NamedCounters& item : counters) {
+    known.insert_or_assign(item.key, ShownKey{item.key, nullptr, item.counters});
+  }
+  for (const store::KeyStatus& status : found) {
+    known.insert_or_assign(status.key, ShownKey{status.key, &status, {}});
+  }
 
   // In the order asked for; a key named twice is shown twice. A damaged key is one line on
   // stderr and exit status 3 once the others are shown: one bad key hides nothing else.
   std::vector<ShownKey> shown;
   int exit_status = k_exit_granted;
   if (options.keys.empty()) {
-    std::set<std::string> keys;
-    for (const store::KeyStatus& status : found) {
-      keys.insert(status.key);
-    }
-    for (const store::NamedCounters& item : counters) {
-      keys.insert(item.key);
-    }
-    for (const store::RunEntry& entry : entries) {
-      keys.insert(entry.key);
-    }
-    for (const std::string& key : keys) {
-      shown.push_back(*shown_key(key));
+    for (const auto& [key, item] : known) {
+      shown.push_back(item);
     }
   } else {
     for (const std::string& key : options.keys) {
-      if (std::optional<ShownKey> known = shown_key(key)) {
-        shown.push_back(std::move(*known));
+      if (auto item = known.find(key); item != known.end()) {
+        shown.push_back(item->second);
       } else {
         util::write_stderr(fmt::format("ratelimit: unknown key {}: nothing is known of it "
                                        "(never used, reset, or unused for 31 days)\n",
