@@ -185,12 +185,12 @@ test_recipe_cron_redis() {
   expect_eq "" "$(cat out.*)" "output of the hosts"
   expect_eq 1 "$(grep -c send-report runs)" "reports sent"
 
-  # The lease: the same command on a key of its own, with a lease of 1 s for the test.
+  # The lease: the same command on a key of its own, with a lease of 3 s for the test.
   expect_contains "$(cat "$README")" "(30 s by" "the README's lease" &&
     expect_contains "$(rl run --help | tr -s ' \n' '  ')" "(default 30s; renewed every third of it" \
       "run --help"
   local leased=${report/hourly-report/leased}
-  leased=${leased/-j 1 /-j 1 --lease 1s }
+  leased=${leased/-j 1 /-j 1 --lease 3s }
   touch hold
   bash -c "exec $leased" &
   local holder=$!
@@ -198,9 +198,9 @@ test_recipe_cron_redis() {
   kill -9 "$holder"
   wait "$holder" 2>/dev/null
   rm hold
-  expect_status 1 rl run leased -j 1 --lease 1s --no-wait -q -- true
-  sleep 1.5
-  expect_status 0 rl run leased -j 1 --lease 1s --no-wait -q -- true
+  expect_status 1 rl run leased -j 1 --lease 3s --no-wait -q -- true
+  sleep 3.5
+  expect_status 0 rl run leased -j 1 --lease 3s --no-wait -q -- true
   unset RATELIMIT_STORE
   kill "$redis_pid"
   wait "$redis_pid" 2>/dev/null
@@ -217,13 +217,14 @@ test_recipe_xargs() {
   for i in $(seq 12); do
     echo "$API_URL/file-$i"
   done >urls.txt
-  # A curl that notes how many run at once, and takes 0.2 s.
+  # A curl that notes how many run at once, and takes 0.5 s: the first four overlap even on a
+  # loaded machine.
   mkdir -p counting-curl
   cat >counting-curl/curl <<SH
 #!/bin/sh
 mkdir "$PWD/running.\$\$"
 ls -d "$PWD"/running.* | wc -l >>"$PWD/at-once"
-sleep 0.2
+sleep 0.5
 rmdir "$PWD/running.\$\$"
 exec $(command -v curl) "\$@"
 SH
