@@ -21,7 +21,8 @@ test_the_demo_shows_what_it_says() {
   expect_eq "" "$ERR" "stderr"
 
   # 1. 12 grants: 5 at once, the next 5 a second after them, the last 2 a second later; never
-  # more than 5 in any second (the times are taken after each grant: 100 ms allowed).
+  # more than 5 in any second (the times are taken after each grant: 100 ms allowed; the later
+  # grants may come late on a loaded machine, not early).
   local -a times
   mapfile -t times < <(grant_times)
   expect_eq 12 "${#times[@]}" "grants shown" || return
@@ -32,9 +33,9 @@ test_the_demo_shows_what_it_says() {
       test $((times[i + 5] - times[i])) -ge 900
   done
   expect_true "the next 5 about a second later: ${times[*]}" \
-    test $((times[9] - times[0])) -lt 1600
+    test $((times[9] - times[0])) -lt 2500
   expect_true "the last 2 about a second after them: ${times[*]}" \
-    test $((times[11] - times[5])) -lt 1600
+    test $((times[11] - times[5])) -lt 2500
 
   # 2. Through run, answers 429; through run --until-exit, none. As the API logged them.
   local answers
@@ -48,10 +49,10 @@ test_the_demo_shows_what_it_says() {
   expect_true "the demo says some calls through run get 429: $plain" test "${BASH_REMATCH[2]}" -gt 0
   expect_contains "$until_exit" "answers: 15 x 200, 0 x 429" "through run --until-exit"
 
-  # 3. The last call is limited and never reaches the API.
+  # 3. The call made during the last round is limited and never reaches the API.
   expect_true "a limited decision: $OUT" grep -qE '^ +ratelimit: "api-until-exit-[0-9]+" limited' \
     <<<"$OUT"
-  expect_contains "$OUT" "Exit status 1: limited; curl did not run (the API saw 0 requests more)."
+  expect_contains "$OUT" "Exit status 1: limited, and curl did not run: the API saw the 15 calls, no more."
 
   # On the database it names, its keys reset; the stand-in stopped, the scratch files gone.
   expect_contains "$OUT" "Database: $DB (the demo's keys are reset)"

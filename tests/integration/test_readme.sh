@@ -137,10 +137,12 @@ test_recipe_cron() {
   expect_eq 2 "$(grep -c sync-reports runs)" "sync-reports runs"
 
   touch hold
+  rm -f started.*
   bash -c "exec $backup" &
   local holder=$!
   wait_for_started 1
-  expect_status 1 sh -c "$backup"
+  # Bounded: a second backup that wrongly ran would wait for `hold` as the first does.
+  expect_status 1 timeout 20 sh -c "$backup"
   expect_eq "" "$OUT$ERR" "output of a backup refused while one runs"
   kill -9 "$holder"
   wait "$holder" 2>/dev/null
@@ -192,9 +194,10 @@ test_recipe_cron_redis() {
   local leased=${report/hourly-report/leased}
   leased=${leased/-j 1 /-j 1 --lease 3s }
   touch hold
+  rm -f started.*
   bash -c "exec $leased" &
   local holder=$!
-  wait_for_started 2
+  wait_for_started 1
   kill -9 "$holder"
   wait "$holder" 2>/dev/null
   rm hold
@@ -223,7 +226,7 @@ test_recipe_xargs() {
   cat >counting-curl/curl <<SH
 #!/bin/sh
 mkdir "$PWD/running.\$\$"
-ls -d "$PWD"/running.* | wc -l >>"$PWD/at-once"
+(set -- "$PWD"/running.*; echo \$#) >>"$PWD/at-once"
 sleep 0.5
 rmdir "$PWD/running.\$\$"
 exec $(command -v curl) "\$@"
