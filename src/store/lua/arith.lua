@@ -73,6 +73,17 @@ end
 local k_max_time = 4611686018427387
 local k_min_time = -1152921504606846
 local k_max_total = k_exact - 1
+-- core::k_max_window_count: where the windows' counts and what a key granted saturate;
+-- below 2^51, so that mul_div may divide by it.
+local k_max_window_count = 1125899906842624
+
+-- `count` plus `cost`, saturated (core::add_window_count).
+local function add_window_count(count, cost)
+  if count >= k_max_window_count - cost then
+    return k_max_window_count
+  end
+  return count + cost
+end
 local k_max_count = 1000000000000
 local k_max_duration = 10 * 366 * 24 * 3600 * 1000000
 

@@ -74,7 +74,7 @@ local function load()
       return nil, 'damaged'
     end
     return {algorithm = nil, clock = clock, limits = {}, remembered = {}, log_period = 0,
-            paused_until = paused_until}
+            paused_until = paused_until, granted = 0}
   end
   local state = {algorithm = flat[1], clock = tonumber(flat[2]), limits = {}, remembered = {},
                  log_period = tonumber(flat[4] or '0'), paused_until = paused_until}
@@ -85,12 +85,26 @@ local function load()
   for word in string.gmatch(flat[3] or '', '%S+') do
     values[#values + 1] = tonumber(word)
   end
-  if not rules[state.algorithm or ''] or not is_time(state.clock) or #values == 0 or
-      #values % 6 ~= 0 then
+  if not rules[state.algorithm or ''] or not is_time(state.clock) or #values < 6 or
+      #values % 6 > 1 then
     return nil, 'damaged'
   end
-  -- The limits a bucket remembers (core::KeyState::remembered) follow, their count negated.
-  for i = 1, #values, 6 do
+  -- A window key's limits follow what it has granted (core::KeyState::granted); a key
+  -- written before it was kept is read as core::read_earlier_version reads it, once its
+  -- limits are.
+  local first, earlier = 1, false
+  state.granted = 0
+  if #values % 6 == 1 then
+    state.granted, first = values[1], 2
+    if not (is_exact(state.granted) and state.granted >= 0 and
+            state.granted <= k_max_window_count) then
+      return nil, 'damaged'
+    end
+  elseif rules[state.algorithm].counts_granted then
+    state.granted, earlier = k_max_window_count, true
+  end
+  -- The limits the key remembers (core::KeyState::remembered) follow, their count negated.
+  for i = first, #values, 6 do
     local remembered = values[i] and values[i] < 0
     local limit = {count = remembered and -values[i] or values[i], period = values[i + 1],
                    burst = values[i + 2]}
@@ -104,6 +118,13 @@ local function load()
   end
   if #state.limits == 0 or (#state.remembered > 0 and not rules[state.algorithm].remembers_unnamed) then
     return nil, 'damaged'
+  end
+  if earlier then
+    for _, list in ipairs({state.limits, state.remembered}) do
+      for _, st in ipairs(list) do
+        rules[state.algorithm].read_earlier_version(st)
+      end
+    end
   end
   return state
 end
@@ -143,14 +164,17 @@ end
 local function states_for(rule, state, limits, now)
   local stored = state and state.limits or {}
   local remembered = state and state.remembered or {}
+  local granted = state and state.granted or 0
   local every = nil
   local states = {}
   for i, limit in ipairs(limits) do
-    local st = find_limit(stored, limit) or find_limit(remembered, limit)
+    -- A shared state is the key's: its remembered limits keep only what protects them.
+    local st = find_limit(stored, limit) or
+                   (not rule.shares_state and find_limit(remembered, limit) or nil)
     if st then
       states[i] = {st.slots[1], st.slots[2], st.slots[3]}
     elseif #remembered == 0 then
-      states[i] = rule.carry(limit, stored, now)
+      states[i] = rule.carry(limit, stored, now, granted)
     else
       if not every then
         every = {}
@@ -160,7 +184,7 @@ local function states_for(rule, state, limits, now)
           end
         end
       end
-      states[i] = rule.carry(limit, every, now)
+      states[i] = rule.carry(limit, every, now, granted)
     end
   end
   return states
@@ -190,12 +214,20 @@ local function unnamed_by(rule, state, limits)
   return unnamed
 end
 
--- Those of `remembered` that hold something at `at_now`, at most k_max_remembered.
+-- Those of `remembered` the key still needs at `at_now` (by default those that hold
+-- something), at most k_max_remembered.
 local function forget_fresh(algorithm, remembered, log, at_now)
+  local rule = rules[algorithm]
   local kept = {}
   for _, st in ipairs(remembered) do
-    local _, reset = rules[algorithm].usage(st.limit, st.slots, log, at_now)
-    if reset > 0 and #kept < k_max_remembered then
+    local keeps
+    if rule.keeps_remembered then
+      keeps = rule.keeps_remembered(st, log, at_now)
+    else
+      local _, reset = rule.usage(st.limit, st.slots, log, at_now)
+      keeps = reset > 0
+    end
+    if keeps and #kept < k_max_remembered then
       kept[#kept + 1] = st
     end
   end
@@ -210,6 +242,25 @@ local function remembered_after(algorithm, remembered, log, at_now)
     after = math.max(after, reset)
   end
   return after
+end
+
+-- `at`, moved on as long as a grant of `cost` there would leave the grants that one of
+-- `remembered` judged with more than its N (the rules' protect); `s` is the call's state.
+local function protected_slot(rule, remembered, s, log, at, cost)
+  if not rule.protect then
+    return at
+  end
+  local moved = true
+  while moved do
+    moved = false
+    for _, st in ipairs(remembered) do
+      local later = rule.protect(st, s, log, at, cost)
+      if later > at then
+        at, moved = later, true
+      end
+    end
+  end
+  return at
 end
 
 -- Whether the key holds exactly `limits`, in this order.
@@ -262,8 +313,11 @@ end
 
 -- Writes the key's state: the limits of this call and their slots, then those it
 -- remembers. Keys expire at `fresh_at`, when the state is a fresh key's again.
-local function save(algorithm, clock, limits, states, log_period, fresh_at, remembered)
+local function save(algorithm, clock, limits, states, log_period, fresh_at, remembered, granted)
   local fields = {}
+  if rules[algorithm].counts_granted then
+    fields[1] = int(granted or 0)
+  end
   for i, limit in ipairs(limits) do
     local s = states[i]
     fields[#fields + 1] = table.concat({int(limit.count), int(limit.period), int(limit.burst),
@@ -313,14 +367,14 @@ end
 -- is fresh again, a sliding log once its last grant has left the log's retention, and not
 -- before its pause ends.
 local function save_all(algorithm, clock, limits, states, log_period, log, paused_until,
-                        remembered)
+                        remembered, granted)
   local _, reset_after = summarise(algorithm, limits, states, log, clock)
   reset_after = math.max(reset_after, remembered_after(algorithm, remembered, log, clock))
   if rules[algorithm].shares_state and #states > 0 then
     reset_after = math.max(reset_after, states[1][1] + log_period - clock)
   end
   reset_after = math.max(reset_after, (paused_until or 0) - clock)
-  save(algorithm, clock, limits, states, log_period, clock + reset_after, remembered)
+  save(algorithm, clock, limits, states, log_period, clock + reset_after, remembered, granted)
 end
 
 -- Whether the counters are a hash or absent, as this script writes them.

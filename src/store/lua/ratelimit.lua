@@ -1,8 +1,8 @@
 -- One call of this script is one atomic operation on one key, mirroring src/core/decide.cpp.
---   KEYS[1]   the key's hash (BASE): algorithm, clock, limits ("count period burst s1 s2
---             s3" per limit of the last call, in order, then per limit a bucket remembers
---             with its count negated), log_period (sliding log: the longest period a call
---             named)
+--   KEYS[1]   the key's hash (BASE): algorithm, clock, limits (for a window key first the
+--             cost it has granted, then "count period burst s1 s2 s3" per limit of the
+--             last call, in order, then per limit the key remembers with its count
+--             negated), log_period (sliding log: the longest period a call named)
 --   KEYS[2,3] its sliding log, BASE:t and BASE:c (see grant_log.lua)
 --   KEYS[4]   its counters, BASE:n (granted, limited, waited_us)
 --   KEYS[5..] reset only: the logs of version 1 it asked for (see reset)
@@ -91,6 +91,8 @@ local function decide()
   local log = redis_log(log_by_time, log_by_cost)
   local clock = math.max(now, state and state.clock or 0)
   local states = states_for(rule, state, limits, clock)
+  -- The stored limits this call does not name: the key remembers them after it.
+  local remembered = unnamed_by(rule, state, limits)
   local log_period = 0
   if rule.shares_state then
     log_period = math.max(state and state.log_period or 0, longest_period(limits))
@@ -121,6 +123,7 @@ local function decide()
   else
     paused_until = 0
   end
+  at = protected_slot(rule, remembered, states[1], log, at, cost)
   local wait = at - clock
   local allowed
   if not reserve then
@@ -168,13 +171,17 @@ local function decide()
       end
     end
   end
-  -- A bucket remembers the limits this call does not name, and they count its grant too.
-  local remembered = unnamed_by(rule, state, limits)
-  if allowed and #remembered > 0 then
+  local granted = state and state.granted or 0
+  if allowed and rule.counts_granted then
+    granted = add_window_count(granted, cost)
+  end
+  -- Unless the state is shared, the limits the key remembers count the grant too.
+  if allowed and #remembered > 0 and not rule.shares_state then
     local fitting = {}
     for _, st in ipairs(remembered) do
       -- One that could not count it within the bounds (a debt past 2116) is forgotten.
-      if math.max(at, st.slots[1]) + cost * st.limit.interval <= k_max_time then
+      if math.max(at, st.slots[1]) + cost * st.limit.interval <= k_max_time and
+          (takes_burst(algorithm) or st.slots[2] + cost <= k_max_total) then
         rule.take(st.limit, st.slots, log, clock, at, cost)
         fitting[#fitting + 1] = st
       end
@@ -198,7 +205,8 @@ local function decide()
   end
   -- The key keeps the limits of its last call; a denied one writes only when it changed them.
   if writes then
-    save_all(algorithm, clock, limits, states, log_period, log, paused_until, remembered)
+    save_all(algorithm, clock, limits, states, log_period, log, paused_until, remembered,
+             granted)
   end
   count(allowed, wait)
   local reply = {'ok', algorithm, allowed and 1 or 0, clock, wait, binding - 1, remaining,
@@ -245,7 +253,8 @@ local function give_back()
     end
   end
   local remembered = forget_fresh(algorithm, unnamed_by(rule, state, limits), log, clock)
-  save_all(algorithm, clock, limits, states, log_period, log, state.paused_until, remembered)
+  save_all(algorithm, clock, limits, states, log_period, log, state.paused_until, remembered,
+           state.granted)
   return {'ok'}
 end
 
@@ -274,6 +283,9 @@ local function inspect()
     end
   end
   at = math.max(at, state.paused_until)
+  if #limits > 0 then
+    at = protected_slot(rule, state.remembered, states[1], log, at, cost)
+  end
   local wait = at - clock
   local _, _, per_limit, least = summarise(state.algorithm, limits, states, log, clock)
   if wait == 0 and #limits > 0 then
