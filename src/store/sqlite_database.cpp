@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <utility>
 
 namespace ratelimit::store {
 
@@ -170,6 +171,9 @@ SqliteDatabase::~SqliteDatabase() {
 }
 
 void SqliteDatabase::close() {
+  sqlite3_finalize(m_begin);
+  sqlite3_finalize(m_commit);
+  m_begin = m_commit = nullptr;
   sqlite3_close_v2(m_db);
   m_db = nullptr;
   if (m_fd >= 0) {
@@ -282,6 +286,25 @@ void SqliteDatabase::lock() {
 
 void SqliteDatabase::unlock() {
   util::unlock(m_fd);
+}
+
+void SqliteDatabase::prepare_write_transaction() {
+  for (auto [statement, sql] : {std::pair{&m_begin, "BEGIN IMMEDIATE"}, {&m_commit, "COMMIT"}}) {
+    if (*statement == nullptr) {
+      if (int rc = sqlite3_prepare_v3(m_db, sql, -1, SQLITE_PREPARE_PERSISTENT, statement, nullptr);
+          rc != SQLITE_OK) {
+        fail("cannot use the database", rc);
+      }
+    }
+  }
+}
+
+void SqliteDatabase::run(sqlite3_stmt* statement) {
+  int rc = sqlite3_step(statement);
+  sqlite3_reset(statement);
+  if (rc != SQLITE_DONE) {
+    fail("cannot use the database", rc);
+  }
 }
 
 void SqliteDatabase::execute(const char* sql) {
