@@ -23,7 +23,7 @@ namespace {
 
 constexpr const char* k_schema = R"sql(
 PRAGMA application_id = 1380732244;
-PRAGMA user_version = 4;
+PRAGMA user_version = 5;
 PRAGMA journal_mode = WAL;
 CREATE TABLE keys (
   id INTEGER PRIMARY KEY,
@@ -38,7 +38,13 @@ CREATE TABLE keys (
   log_period INTEGER NOT NULL DEFAULT 0,
   -- Until when the key grants nothing (`ratelimit pause`), in ns since the epoch; 0: never
   -- paused. A key that holds only a pause has the algorithm '' and no limits.
-  paused_until INTEGER NOT NULL DEFAULT 0
+  paused_until INTEGER NOT NULL DEFAULT 0,
+  granted INTEGER NOT NULL DEFAULT 0,
+  limited INTEGER NOT NULL DEFAULT 0,
+  waited_us INTEGER NOT NULL DEFAULT 0,
+  touched_at INTEGER NOT NULL DEFAULT 0
+  -- granted to touched_at: the key's counters (`status`, `metrics`), in its row so that a
+  -- decision writes one row; the counters table keeps those of the names that have no row.
 );
 CREATE INDEX keys_by_fresh_at ON keys (fresh_at);
 -- A sliding-log key's one log, whatever limits its calls named.
@@ -161,6 +167,12 @@ void SqliteDatabase::upgrade() {
     // reading those limits as damaged.
     if (version == 3) {
       execute("PRAGMA user_version = 4;");
+      version = 4;
+    }
+    // Version 5: a key's counters in its row (sqlite_upgrade.hpp).
+    if (version == 4) {
+      upgrade_from_version_4(m_db);
+      version = 5;
     }
     return version;
   });
