@@ -33,14 +33,11 @@ void SqliteStore::bind_counters(Statement& statement, int first, const KeyCounte
       .bind(first + 3, touched);
 }
 
-void SqliteStore::count(std::string_view key, std::int64_t id, const KeyCounters& tally,
+void SqliteStore::count(std::string_view key, const Row& stored, const KeyCounters& tally,
                         core::Nanos now) {
-  if (id != 0) {
-    // The key's state left as it is (NULL parameters), its counters added to.
-    Statement& update = update_statement();
-    update.bind(1, id);
-    bind_counters(update, 5, tally, touched_at(now));
-    update.run();
+  if (stored.id != 0) {
+    // The state written as it was, by the statement that writes a decision's.
+    write(stored, stored.fresh_at, tally, now);
     return;
   }
   // A denial on a key that has no row, which it does not make one for.

@@ -90,7 +90,7 @@ private:
   std::int64_t insert(std::string_view key, std::string_view algorithm, const core::KeyState& state,
                       core::Nanos fresh_at, KeyCounters tally, core::Nanos now);
   // Stores `row`, the time its state becomes a fresh key's when that has moved, and adds
-  // `tally`, counted at `now` (0: nothing counted), to its counters.
+  // `tally` to its counters, touched at `now`.
   void write(const Row& row, core::Nanos fresh_at, const KeyCounters& tally, core::Nanos now);
   // The statement of `write` and of `count` on a row.
   Statement& update_statement();
@@ -104,9 +104,9 @@ private:
   // Binds `tally` and `touched` to the parameters `first` to `first` + 3 of `statement`.
   static void bind_counters(Statement& statement, int first, const KeyCounters& tally,
                             core::Nanos touched);
-  // Adds `tally`, counted at `now`, to the counters of `key`: in its row `id`, or in the
-  // counters table when it has none (0).
-  void count(std::string_view key, std::int64_t id, const KeyCounters& tally, core::Nanos now);
+  // Adds `tally`, counted at `now`, to the counters of `key`: in its row `stored`, which
+  // keeps the state it holds, or in the counters table when it has none (id 0).
+  void count(std::string_view key, const Row& stored, const KeyCounters& tally, core::Nanos now);
   // Takes the counters of `key` out of the counters table, adding them to `tally` and
   // `touched`, for the row about to be made for it.
   void take_counters_of(std::string_view key, KeyCounters& tally, core::Nanos& touched);
