@@ -30,6 +30,20 @@ OpenSslLibrary load() {
   }
 #include "store/openssl_functions.inc"
 #undef RATELIMIT_OPENSSL_FUNCTION
+  // Absent from an OpenSSL built without the deprecated functions: the messages then say
+  // less, nothing else changes.
+  library.load_ssl_error_strings =
+      reinterpret_cast<int (*)()>(dlsym(handle, "ERR_load_SSL_strings"));
+  // Before anything else of OpenSSL runs. Its configuration (/etc/ssl/openssl.cnf, or
+  // $OPENSSL_CONF) is still read: it may set the system's TLS policy. Not done:
+  // - freeing everything at exit (OPENSSL_cleanup, from atexit): the process is ending, and
+  //   that took as long as making a resumed handshake;
+  // - loading the libssl error messages, which SSL_CTX_new does by default and which cost as
+  //   much: they are loaded when an error is to be told (openssl_error_strings).
+  if (library.OPENSSL_init_ssl(OPENSSL_INIT_NO_ATEXIT | OPENSSL_INIT_NO_LOAD_SSL_STRINGS,
+                               nullptr) != 1) {
+    throw TlsError(TlsError::Kind::other, "rediss://: cannot initialise OpenSSL");
+  }
   return library;
 }
 
@@ -38,6 +52,16 @@ OpenSslLibrary load() {
 const OpenSslLibrary& openssl() {
   static const OpenSslLibrary library = load();
   return library;
+}
+
+void load_openssl_error_strings() {
+  static const bool loaded = [] {
+    if (openssl().load_ssl_error_strings) {
+      openssl().load_ssl_error_strings();
+    }
+    return true;
+  }();
+  (void)loaded;
 }
 
 } // namespace ratelimit::store
