@@ -30,6 +30,7 @@ add() { # NAME COMMAND...
   commands+=("$*")
 }
 add "C baseline (token bucket)" "$work/baseline $work/base.db k 1000000 1"
+add "C baseline, statements prepared before the lock" "$work/baseline $work/early.db k 1000000 1 early"
 for algorithm in token-bucket leaky-bucket fixed-window sliding-window sliding-log; do
   add "try, $algorithm" "$ratelimit --db $db try $algorithm -r $fast -a $algorithm"
 done
@@ -100,6 +101,10 @@ for i in "${!commands[@]}"; do
       name, m / 1e3, p / 1e3, f, h, t}'
 done
 if [ -n "$has_valgrind" ] && [ "${DETAIL:-}" = 1 ]; then
-  echo
-  callgrind_annotate --inclusive=yes "$work/held.1.out" | head -60
+  for i in "${!names[@]}"; do
+    if [ "${names[i]}" = "try, token-bucket" ]; then
+      echo
+      callgrind_annotate --inclusive=yes "$work/held.$i.out" | head -60
+    fi
+  done
 fi
