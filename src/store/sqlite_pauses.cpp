@@ -40,9 +40,10 @@ PauseStanding SqliteStore::pause_of(std::string_view key) {
   // pause is in force from the instant it says it begins. Read outside the lock, a waiter
   // whose slot fell between a pause's reading of the clock and its commit would go ahead
   // inside the pause.
+  // Prepared before the lock is taken, as a decision's statements are.
+  Statement& select =
+      prepared(m_select_pause, "SELECT clock, paused_until FROM keys WHERE name = ?1");
   return transaction([&] {
-    Statement& select =
-        prepared(m_select_pause, "SELECT clock, paused_until FROM keys WHERE name = ?1");
     select.bind_blob(1, key);
     PauseStanding standing{now(), 0};
     if (select.step()) {
