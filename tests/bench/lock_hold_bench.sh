@@ -107,9 +107,9 @@ echo
 echo "| scenario | held, median | held, p90 | page faults held | instructions held | instructions, whole try |"
 echo "| --- | --- | --- | --- | --- | --- |"
 for i in "${!commands[@]}"; do
-  read -r median p90 < <(sort -n "$work/hold.$i" | awk '{w[NR] = $1}
-    END {printf "%d %d\n", w[int((NR + 1) / 2)], w[int(NR * 0.9)]}')
-  faults=$(awk '{print $2}' "$work/hold.$i" | sort -n | awk '{f[NR] = $1} END {print f[int((NR + 1) / 2)]}')
+  read -r median p90 < <(median_and_p90 "$work/hold.$i")
+  awk '{print $2}' "$work/hold.$i" >"$work/faults.$i"
+  read -r faults _ < <(median_and_p90 "$work/faults.$i")
   held=- total=-
   [ -n "$has_valgrind" ] && read -r held total < <(instructions "$i")
   awk -v name="${names[i]}" -v m="$median" -v p="$p90" -v f="$faults" -v h="$held" \

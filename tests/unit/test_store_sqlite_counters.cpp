@@ -46,6 +46,13 @@ core::Limit per_minute(std::int64_t count) {
   return {{count, 60 * k_second}, count};
 }
 
+// Makes the database at `path`, in which the key "kept" (3 a minute) is decided once.
+void decide_kept_once(const std::string& path) {
+  store::SqliteStore store(path, k_second, store::Creation::if_missing, [] { return k_start; });
+  std::vector<core::Limit> limits{per_minute(3)};
+  store.decide("kept", core::Algorithm::token_bucket, true, limits, {});
+}
+
 // Runs `sql` on the database at `path`, with a connection of its own.
 void execute_on(const std::string& path, const char* sql) {
   sqlite3* db = nullptr;
@@ -156,13 +163,7 @@ TEST_CASE("store::SqliteStore: a decision an hour later moves the time the count
 
 TEST_CASE("store::SqliteDatabase upgrades a version 2 database: empty counters") {
   TemporaryDatabase database;
-  {
-    core::Nanos clock = k_start;
-    store::SqliteStore store(database.path(), k_second, store::Creation::if_missing,
-                             [&clock] { return clock; });
-    std::vector<core::Limit> limits{per_minute(3)};
-    store.decide("kept", core::Algorithm::token_bucket, true, limits, {});
-  }
+  decide_kept_once(database.path());
   // Back to version 2 as that version made it: no counters table, none in the keys' rows.
   execute_on(database.path(),
              "DROP TABLE counters; ALTER TABLE keys DROP COLUMN granted; "
@@ -192,13 +193,7 @@ TEST_CASE("store::SqliteDatabase upgrades a version 2 database: empty counters")
 TEST_CASE("store::SqliteDatabase upgrades a version 4 database: the counters move into the "
           "keys' rows") {
   TemporaryDatabase database;
-  {
-    core::Nanos clock = k_start;
-    store::SqliteStore store(database.path(), k_second, store::Creation::if_missing,
-                             [&clock] { return clock; });
-    std::vector<core::Limit> limits{per_minute(3)};
-    store.decide("kept", core::Algorithm::token_bucket, true, limits, {});
-  }
+  decide_kept_once(database.path());
   // As version 4 kept them: in the counters table, for a key that has a row and for one that
   // has none (collected).
   execute_on(database.path(),
