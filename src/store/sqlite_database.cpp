@@ -87,7 +87,7 @@ int truncate_long_wal(void* lock_timeout_ms, sqlite3* db, const char* schema, in
 
 // SQLite's memory statistics, on by default, take a global mutex and update counters at
 // every allocation, and opening a connection and preparing its statements makes thousands of
-// them: a fifth of the instructions SQLite runs for a decision. Nothing here reads them. Once
+// them: a sixth of the instructions SQLite runs for a decision. Nothing here reads them. Once
 // per process, before SQLite initializes itself (afterwards the call fails, harmlessly).
 void skip_memory_statistics() {
   static const int configured = sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
