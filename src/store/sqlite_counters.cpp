@@ -5,6 +5,7 @@
 #include "store/sqlite_store.hpp"
 
 #include <algorithm>
+#include <fmt/format.h>
 #include <limits>
 
 namespace ratelimit::store {
@@ -108,22 +109,56 @@ void SqliteStore::forget_stale_counters(core::Nanos now, std::int64_t limit) {
   forget_stale_counters_statement().bind(1, now - k_counter_retention).bind(2, limit).run();
 }
 
-std::vector<NamedCounters> SqliteStore::counters() {
+std::vector<NamedCounters> SqliteStore::counters(std::span<const std::string> keys) {
   return read_transaction([&] {
     std::vector<NamedCounters> result;
-    // A row that no decision counted in (a pause's) has none.
-    Statement all(m_database.handle(),
-                  "SELECT name, sum(granted), sum(limited), sum(waited_us) FROM ("
-                  "SELECT name, granted, limited, waited_us FROM keys "
-                  "WHERE granted != 0 OR limited != 0 UNION ALL "
-                  "SELECT name, granted, limited, waited_us FROM counters) "
-                  "GROUP BY name ORDER BY name");
-    while (all.step()) {
-      result.push_back({std::string(all.column_blob(0)),
-                        {all.column_int(1), all.column_int(2), all.column_int(3)}});
+    auto read = [&](Statement& select) {
+      while (select.step()) {
+        result.push_back({std::string(select.column_blob(0)),
+                          {select.column_int(1), select.column_int(2), select.column_int(3)}});
+      }
+      select.reset();
+    };
+    // From the keys' rows, and the counters table for the names that have none; a row that no
+    // decision counted in (a pause's) has none.
+    constexpr const char* k_counters =
+        "SELECT name, sum(granted), sum(limited), sum(waited_us) FROM ("
+        "SELECT name, granted, limited, waited_us FROM keys "
+        "WHERE (granted != 0 OR limited != 0){} UNION ALL "
+        "SELECT name, granted, limited, waited_us FROM counters{}) GROUP BY name";
+    if (keys.empty()) {
+      Statement all(m_database.handle(),
+                    fmt::format(fmt::runtime(k_counters), "", "") + " ORDER BY name");
+      read(all);
+    } else {
+      Statement one(m_database.handle(),
+                    fmt::format(fmt::runtime(k_counters), " AND name = ?1", " WHERE name = ?1"));
+      for (const std::string& key : keys) {
+        one.bind_blob(1, key);
+        read(one);
+      }
     }
-    all.reset();
     return result;
+  });
+}
+
+void SqliteStore::add_to_counters(std::string_view key, bool granted, core::Nanos waited) {
+  KeyCounters tally{granted ? 1 : 0, granted ? 0 : 1,
+                    granted ? waited / core::k_nanos_per_micro : 0};
+  transaction([&] {
+    core::Nanos time = now();
+    // In the key's row, by name (its state, which may be damaged, is not read), else in the
+    // counters table.
+    Statement& update =
+        prepared(m_add_to_row, "UPDATE keys SET granted = granted + ?2, limited = limited + ?3, "
+                               "waited_us = waited_us + ?4, touched_at = ?5 WHERE name = ?1");
+    update.bind_blob(1, key);
+    bind_counters(update, 2, tally, touched_at(time));
+    update.run();
+    if (sqlite3_changes(m_database.handle()) == 0) {
+      count(key, Row{}, tally, time);
+    }
+    return 0;
   });
 }
 

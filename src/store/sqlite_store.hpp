@@ -46,7 +46,8 @@ public:
   void give_back(std::string_view key, core::Algorithm algorithm,
                  std::span<const core::Limit> limits, const core::Grant& grant) override;
   std::vector<KeyStatus> status(std::span<const std::string> keys) override;
-  std::vector<NamedCounters> counters() override;
+  std::vector<NamedCounters> counters(std::span<const std::string> keys) override;
+  void add_to_counters(std::string_view key, bool granted, core::Nanos waited) override;
   std::size_t reset(std::span<const std::string> keys, bool all) override;
   PauseStanding pause(std::string_view key, core::Nanos duration) override;
   PauseStanding pause_of(std::string_view key) override;
@@ -141,6 +142,7 @@ private:
   std::unique_ptr<Statement> m_upsert_counters;
   std::unique_ptr<Statement> m_select_counters;
   std::unique_ptr<Statement> m_keep_counters;
+  std::unique_ptr<Statement> m_add_to_row;
   std::unique_ptr<Statement> m_counters_of;
   std::unique_ptr<Statement> m_erase_counters;
   std::unique_ptr<Statement> m_forget_stale_counters;

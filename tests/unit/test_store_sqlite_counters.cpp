@@ -33,7 +33,7 @@ struct FakeClockStore {
   }
 
   std::optional<store::KeyCounters> counters_of(std::string_view key) {
-    for (const store::NamedCounters& named : store.counters()) {
+    for (const store::NamedCounters& named : store.counters({})) {
       if (named.key == key) {
         return named.counters;
       }
@@ -82,7 +82,7 @@ std::string query_on(const std::string& path, const char* sql) {
 
 TEST_CASE("store::SqliteStore counts granted and limited requests and the waits") {
   FakeClockStore fake;
-  CHECK(fake.store.counters().empty());
+  CHECK(fake.store.counters({}).empty());
   CHECK(fake.decide("api", per_minute(2)).allowed);
   CHECK(fake.decide("api", per_minute(2)).allowed);
   CHECK_FALSE(fake.decide("api", per_minute(2)).allowed);
@@ -121,7 +121,7 @@ TEST_CASE("store::SqliteStore: counters outlive the key's state, until reset") {
   CHECK(fake.store.reset(short_key, false) == 0);
   CHECK(fake.counters_of("other") == store::KeyCounters{1, 1, 0});
   CHECK(fake.store.reset({}, true) == 1);
-  CHECK(fake.store.counters().empty());
+  CHECK(fake.store.counters({}).empty());
 }
 
 TEST_CASE("store::SqliteStore forgets counters untouched for the retention") {
@@ -172,14 +172,14 @@ TEST_CASE("store::SqliteDatabase upgrades a version 2 database: empty counters")
   core::Nanos clock = k_start + k_second;
   store::SqliteStore store(database.path(), k_second, store::Creation::never,
                            [&clock] { return clock; });
-  CHECK(store.counters().empty());
+  CHECK(store.counters({}).empty());
   std::vector<std::string> keys{"kept"};
   std::vector<store::KeyStatus> status = store.status(keys);
   REQUIRE(status.size() == 1);
   CHECK(status[0].standing.remaining == 2);
   std::vector<core::Limit> limits{per_minute(3)};
   CHECK(store.decide("kept", core::Algorithm::token_bucket, true, limits, {}).allowed);
-  CHECK(store.counters().size() == 1);
+  CHECK(store.counters({}).size() == 1);
   sqlite3* db = nullptr;
   REQUIRE(sqlite3_open(database.path().c_str(), &db) == SQLITE_OK);
   sqlite3_stmt* version = nullptr;
@@ -206,7 +206,7 @@ TEST_CASE("store::SqliteDatabase upgrades a version 4 database: the counters mov
   {
     store::SqliteStore store(database.path(), k_second, store::Creation::never,
                              [&clock] { return clock; });
-    std::vector<store::NamedCounters> counters = store.counters();
+    std::vector<store::NamedCounters> counters = store.counters({});
     REQUIRE(counters.size() == 2);
     CHECK(counters[0].key == "gone");
     CHECK(counters[0].counters == store::KeyCounters{1, 3, 0});
@@ -272,4 +272,32 @@ TEST_CASE("store::SqliteStore: a decision on a key writes one page, its counters
   }
   CHECK(fake.counters_of("granted") == store::KeyCounters{4, 0, 0});
   CHECK(fake.counters_of("denied") == store::KeyCounters{1, 3, 0});
+}
+
+TEST_CASE("store::SqliteStore adds requests decided outside decide, and lists the counters asked") {
+  FakeClockStore fake;
+  fake.store.add_to_counters("jobs", true, 0);
+  fake.store.add_to_counters("jobs", true, 2 * k_second);
+  fake.store.add_to_counters("jobs", false, 5 * k_second); // a refusal waited for nothing
+  CHECK(fake.counters_of("jobs") == store::KeyCounters{2, 1, 2'000'000});
+  CHECK(fake.store.status({}).empty());
+  CHECK(fake.decide("api", per_minute(2)).allowed);
+  std::string asked[] = {"unknown", "jobs", "api"};
+  std::vector<store::NamedCounters> counters = fake.store.counters(asked);
+  REQUIRE(counters.size() == 2);
+  CHECK(counters[0].key == "jobs");
+  CHECK(counters[1].key == "api");
+  CHECK(counters[1].counters == store::KeyCounters{1, 0, 0});
+}
+
+TEST_CASE("store::SqliteStore adds requests decided outside decide to the key's row") {
+  FakeClockStore fake;
+  CHECK(fake.decide("api", per_minute(2)).allowed);
+  fake.store.add_to_counters("api", true, 3 * k_second);
+  fake.store.add_to_counters("api", false, 0);
+  CHECK(fake.counters_of("api") == store::KeyCounters{2, 1, 3'000'000});
+  CHECK(query_on(fake.database.path(), "SELECT count(*) FROM counters") == "0");
+  // The key's state is left as it was.
+  CHECK(fake.decide("api", per_minute(2)).allowed);
+  CHECK_FALSE(fake.decide("api", per_minute(2)).allowed);
 }

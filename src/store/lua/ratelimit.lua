@@ -34,6 +34,9 @@
 --             pause (core::pause), created with it alone when missing: whatever of KEYS
 --             expires before the pause ends is kept until then.
 --   pause_of  -> {'ok', now, paused_until (0: none runs)}, reading only KEYS[1]
+--   count     ARGV[3] granted(0|1) ARGV[4] wait -> {'ok'}: a request decided outside decide
+--             (a command started on the run slots, or refused one) adds itself to the
+--             counters, as a decision does
 -- A key's pause is the field paused_until of its hash, which no other operation writes.
 -- Every stored value expires when its state is a fresh key's again, so nothing needs gc.
 
@@ -336,6 +339,14 @@ local function pause_of()
   return {'ok', clock, paused_until > clock and paused_until or 0}
 end
 
+local function add_to_counters()
+  if not counters_intact() then
+    return damaged()
+  end
+  count(ARGV[3] == '1', tonumber(ARGV[4]))
+  return {'ok'}
+end
+
 -- Whatever the key holds, a damaged value included, and the logs of earlier versions:
 -- version 1 kept a sliding log per limit (BASE:t:PERIOD, BASE:c:PERIOD), for the periods of
 -- the limits its hash holds. Only this script knows those periods atomically, and only the
@@ -382,5 +393,7 @@ elseif op == 'pause' then
   return pause()
 elseif op == 'pause_of' then
   return pause_of()
+elseif op == 'count' then
+  return add_to_counters()
 end
 return redis.error_reply('unknown operation ' .. tostring(op))
