@@ -41,7 +41,7 @@ public:
   void clear() { s_count = 0; }
 
 private:
-  static int watch(sqlite3* db, char**, const void*) {
+  static int watch(sqlite3* db, char**, const sqlite3_api_routines*) {
     sqlite3_set_authorizer(db, authorize, nullptr);
     return SQLITE_OK;
   }
