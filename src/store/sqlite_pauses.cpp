@@ -15,20 +15,13 @@ PauseStanding SqliteStore::pause(std::string_view key, core::Nanos duration) {
     core::Nanos time = now();
     Row paused = row ? *row : Row{};
     core::Nanos until = core::pause(paused.state, time, duration);
-    SqliteGrantLog log(m_database.handle(), paused.id);
+    SqliteGrantLog log(m_grant_log, paused.id);
     core::Nanos fresh = fresh_at(core::inspect(paused.state, log, time));
     if (!row && until <= paused.state.clock) {
       // A pause of 0 (Retry-After: 0) holds nothing: no key is made for it.
     } else if (!row) {
       // No algorithm and no limits: the first call on the key gives them.
-      prepared(m_insert_paused, "INSERT INTO keys (name, algorithm, clock, limits, fresh_at, "
-                                "paused_until) VALUES (?1, '', ?2, ?3, ?4, ?5)")
-          .bind_blob(1, key)
-          .bind(2, paused.state.clock)
-          .bind_blob(3, "")
-          .bind(4, fresh)
-          .bind(5, until)
-          .run();
+      insert(key, "", paused.state, fresh, {}, 0);
     } else {
       prepared(m_update_paused,
                "UPDATE keys SET clock = ?2, paused_until = ?3, fresh_at = ?4 WHERE id = ?1")
@@ -47,9 +40,10 @@ PauseStanding SqliteStore::pause_of(std::string_view key) {
   // pause is in force from the instant it says it begins. Read outside the lock, a waiter
   // whose slot fell between a pause's reading of the clock and its commit would go ahead
   // inside the pause.
+  // Prepared before the lock is taken, as a decision's statements are.
+  Statement& select =
+      prepared(m_select_pause, "SELECT clock, paused_until FROM keys WHERE name = ?1");
   return transaction([&] {
-    Statement& select =
-        prepared(m_select_pause, "SELECT clock, paused_until FROM keys WHERE name = ?1");
     select.bind_blob(1, key);
     PauseStanding standing{now(), 0};
     if (select.step()) {

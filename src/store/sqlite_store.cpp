@@ -37,6 +37,7 @@ bool one_in(core::Nanos seed, int n) {
 
 SqliteStore::SqliteStore(std::string path, core::Nanos lock_timeout, Creation creation, Clock clock)
     : m_clock(std::move(clock)), m_database(std::move(path), lock_timeout, creation),
+      m_grant_log(m_database.handle()),
       m_select(m_database.handle(),
                fmt::format("SELECT {} FROM keys WHERE name = ?1", k_state_columns)) {}
 
@@ -84,45 +85,81 @@ SqliteStore::Row SqliteStore::find_or_create(std::string_view key, core::Algorit
     return *row;
   }
   Row row{0, {algorithm, 0, {}}};
-  prepared(m_insert, "INSERT INTO keys (name, algorithm, clock, limits) VALUES (?1, ?2, ?3, ?4)")
-      .bind_blob(1, key)
-      .bind_text(2, core::algorithm_name(algorithm))
-      .bind(3, 0)
-      .bind_blob(4, "")
-      .run();
-  row.id = sqlite3_last_insert_rowid(m_database.handle());
+  row.id = insert(key, core::algorithm_name(algorithm), row.state, 0, {}, 0);
   return row;
 }
 
-void SqliteStore::write(const Row& row, core::Nanos fresh_at) {
+std::int64_t SqliteStore::insert(std::string_view key, std::string_view algorithm,
+                                 const core::KeyState& state, core::Nanos fresh_at,
+                                 KeyCounters tally, core::Nanos now) {
+  core::Nanos touched = touched_at(now);
+  take_counters_of(key, tally, touched);
+  Statement& insert =
+      prepared(m_insert, "INSERT INTO keys (name, algorithm, clock, limits, fresh_at, log_period, "
+                         "paused_until, granted, limited, waited_us, touched_at) "
+                         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
+  std::string limits = encode_limits(state);
+  insert.bind_blob(1, key)
+      .bind_text(2, algorithm)
+      .bind(3, state.clock)
+      .bind_blob(4, limits)
+      .bind(5, fresh_at)
+      .bind(6, state.log_period)
+      .bind(7, state.paused_until);
+  bind_counters(insert, 8, tally, touched);
+  insert.run();
+  return sqlite3_last_insert_rowid(m_database.handle());
+}
+
+void SqliteStore::write(const Row& row, core::Nanos fresh_at, const KeyCounters& tally,
+                        core::Nanos now) {
   std::string limits = encode_limits(row.state);
-  if (fresh_at == row.fresh_at) {
-    prepared(m_update, "UPDATE keys SET clock = ?2, limits = ?3, log_period = ?4 WHERE id = ?1")
-        .bind(1, row.id)
-        .bind(2, row.state.clock)
-        .bind_blob(3, limits)
-        .bind(4, row.state.log_period)
-        .run();
-  } else {
-    prepared(
-        m_update_fresh_at,
-        "UPDATE keys SET clock = ?2, limits = ?3, fresh_at = ?4, log_period = ?5 WHERE id = ?1")
-        .bind(1, row.id)
-        .bind(2, row.state.clock)
-        .bind_blob(3, limits)
-        .bind(4, fresh_at)
-        .bind(5, row.state.log_period)
-        .run();
+  Statement& update = update_statement();
+  update.bind(1, row.id)
+      .bind(2, row.state.clock)
+      .bind_blob(3, limits)
+      .bind(4, row.state.log_period);
+  bind_counters(update, 5, tally, touched_at(now));
+  update.run();
+  // Apart, and only when it has moved: a column in the SET list of an UPDATE rewrites its
+  // index entry, whatever its value.
+  if (fresh_at != row.fresh_at) {
+    set_fresh_at_statement().bind(1, row.id).bind(2, fresh_at).run();
   }
 }
 
+Statement& SqliteStore::set_fresh_at_statement() {
+  return prepared(m_set_fresh_at, "UPDATE keys SET fresh_at = ?2 WHERE id = ?1");
+}
+
+Statement& SqliteStore::update_statement() {
+  // One statement for a decision that writes the key's state and one that only counts (and
+  // writes the state as it was): it is prepared before the lock is taken, and SQLite takes
+  // longer to prepare an UPDATE than to run it.
+  return prepared(m_update, "UPDATE keys SET clock = ?2, limits = ?3, log_period = ?4, "
+                            "granted = granted + ?5, limited = limited + ?6, "
+                            "waited_us = waited_us + ?7, touched_at = ?8 WHERE id = ?1");
+}
+
 void SqliteStore::erase(std::int64_t id) {
+  keep_counters_of(id);
   prepared(m_erase_log, "DELETE FROM grant_log WHERE key_id = ?1").bind(1, id).run();
   prepared(m_erase_key, "DELETE FROM keys WHERE id = ?1").bind(1, id).run();
 }
 
 core::Decision SqliteStore::decide(std::string_view key, core::Algorithm algorithm, bool chosen,
                                    std::span<const core::Limit> limits, core::Request request) {
+  // Prepared before the lock is taken, so that the processes waiting for it do not wait for
+  // SQLite to parse SQL: the statement that writes a key's row, and those of a collection
+  // when this decision is to make one.
+  update_statement();
+  if (core::info(algorithm).keeps_log) {
+    m_grant_log.prepare_for_grants();
+  }
+  bool collecting = one_in(m_clock(), k_gc_one_in);
+  if (collecting) {
+    prepare_collection();
+  }
   return transaction([&] {
     std::optional<Row> existing = find(key);
     // The clock is read under the lock, so that decisions on a key are made in the order
@@ -134,7 +171,7 @@ core::Decision SqliteStore::decide(std::string_view key, core::Algorithm algorit
       // now, as gc would forget it and Redis lets it expire, so that the decision does not
       // depend on when gc last ran; a pause it holds stays. A key in use carries its state
       // over to other limits, and keeps its own algorithm unless the call chose another.
-      SqliteGrantLog old_log(m_database.handle(), existing->id);
+      SqliteGrantLog old_log(m_grant_log, existing->id);
       core::KeyState unpaused = existing->state;
       unpaused.paused_until = 0;
       if (!core::is_fresh(unpaused, old_log, request.now)) {
@@ -169,19 +206,23 @@ core::Decision SqliteStore::decide(std::string_view key, core::Algorithm algorit
     if (!existing && core::info(algorithm).keeps_log) {
       row = find_or_create(key, algorithm); // the log's entries need the key's id
     }
-    SqliteGrantLog log(m_database.handle(), row.id);
-    std::vector<core::LimitState> before = row.state.limits;
+    SqliteGrantLog log(m_grant_log, row.id);
+    const Row stored = row;
     core::Decision decision = core::decide(row.state, limits, log, request);
-    // A denied call writes only when it changed the key's limits (to its own).
-    if (decision.allowed || (existing && row.state.limits != before)) {
-      if (row.id == 0) {
-        row.id = find_or_create(key, algorithm).id;
-      }
+    KeyCounters tally = counted(decision);
+    // A denied call writes only when it changed the key's limits (to its own); it counts.
+    if (decision.allowed || (existing && row.state.limits != stored.state.limits)) {
       // From the whole stored state, which may hold limits this request did not name.
-      write(row, fresh_at(core::inspect(row.state, log, decision.now)));
+      core::Nanos fresh = fresh_at(core::inspect(row.state, log, decision.now));
+      if (row.id == 0) {
+        insert(key, core::algorithm_name(algorithm), row.state, fresh, tally, request.now);
+      } else {
+        write(row, fresh, tally, request.now);
+      }
+    } else {
+      count(key, stored, tally, request.now);
     }
-    count(key, decision, request.now);
-    if (one_in(request.now, k_gc_one_in)) {
+    if (collecting) {
       collect_some_garbage(request.now);
     }
     return decision;
@@ -195,10 +236,10 @@ void SqliteStore::give_back(std::string_view key, core::Algorithm algorithm,
     if (!row || row->state.algorithm != algorithm || row->state.limits.empty()) {
       return 0; // reset meanwhile: there is nothing to give back to
     }
-    SqliteGrantLog log(m_database.handle(), row->id);
+    SqliteGrantLog log(m_grant_log, row->id);
     core::Nanos time = now();
     core::give_back(row->state, limits, log, time, grant);
-    write(*row, fresh_at(core::inspect(row->state, log, time)));
+    write(*row, fresh_at(core::inspect(row->state, log, time)), {}, time);
     return 0;
   });
 }
@@ -208,7 +249,7 @@ std::vector<KeyStatus> SqliteStore::status(std::span<const std::string> keys) {
     std::vector<KeyStatus> result;
     core::Nanos time = now();
     auto add = [&](std::string name, std::int64_t id, core::KeyState state) {
-      SqliteGrantLog log(m_database.handle(), id);
+      SqliteGrantLog log(m_grant_log, id);
       core::Decision standing = core::inspect(state, log, time);
       KeyCounters counters = counters_of(name);
       result.push_back({std::move(name), {}, std::move(state), std::move(standing), counters});
