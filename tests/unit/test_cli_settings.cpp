@@ -209,6 +209,10 @@ TEST_CASE("cli::resolve_store_settings: [store] timeout and on_error apply as ur
   Invocation local;
   local.files = "[store]\non_error = \"local\"\n";
   CHECK(local.settings().on_error == cli::OnStoreError::local);
+  // The command line's is checked by its validator first; what would get past it is an error.
+  local.options.on_store_error = "fail";
+  CHECK(local.error() == "--on-store-error: invalid value \"fail\": expected deny, allow or "
+                         "local");
 }
 
 TEST_CASE("cli::resolve_store_settings parses and checks the timeouts") {

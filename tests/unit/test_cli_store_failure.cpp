@@ -3,6 +3,7 @@
 #include "cli/gate.hpp"
 #include "cli/store_opener.hpp"
 #include "cli/usage_error.hpp"
+#include "scoped_env.hpp"
 #include "store/sqlite_store.hpp"
 #include "temporary_database.hpp"
 
@@ -195,8 +196,7 @@ TEST_CASE("cli::StoreOpener resolves its settings at the first need, once") {
   test::TemporaryDatabase database;
   cli::StoreOpener stores([&] {
     ++resolved;
-    return core::Result<cli::StoreSettings>(
-        settings_on(cli::OnStoreError::deny, database.path()));
+    return core::Result<cli::StoreSettings>(settings_on(cli::OnStoreError::deny, database.path()));
   });
   CHECK(resolved == 0);
   CHECK(stores.open_existing() == nullptr); // not created
@@ -247,4 +247,15 @@ TEST_CASE("cli::StoreOpener: without a local database, falling back is a usage e
   CHECK(stores.falls_back_locally(outage));
   CHECK_THROWS_AS(stores.fall_back_locally(outage), cli::UsageError);
   CHECK(stores.local_fallback().empty());
+}
+
+TEST_CASE("cli::StoreOpener::export_environment sets and unsets the store's variables") {
+  test::ScopedEnv db("RATELIMIT_DB", "other.db");
+  test::ScopedEnv store("RATELIMIT_STORE", nullptr);
+  cli::StoreSettings settings = settings_on(cli::OnStoreError::deny, "x.db");
+  settings.nested_environment = {{"RATELIMIT_STORE", "redis://h"}, {"RATELIMIT_DB", std::nullopt}};
+  cli::StoreOpener(std::move(settings)).export_environment();
+  REQUIRE(std::getenv("RATELIMIT_STORE") != nullptr);
+  CHECK(std::string(std::getenv("RATELIMIT_STORE")) == "redis://h");
+  CHECK(std::getenv("RATELIMIT_DB") == nullptr);
 }
