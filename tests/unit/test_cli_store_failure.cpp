@@ -7,6 +7,7 @@
 #include "store/sqlite_store.hpp"
 #include "temporary_database.hpp"
 
+#include <cstdlib>
 #include <doctest/doctest.h>
 #include <stdexcept>
 
