@@ -1,5 +1,6 @@
 #pragma once
 
+#include "core/key_life.hpp"
 #include "store/sqlite_database.hpp"
 #include "store/sqlite_statement.hpp"
 #include "store/store.hpp"
@@ -55,7 +56,7 @@ public:
 
 private:
   struct Row {
-    std::int64_t id = 0;
+    std::int64_t id = 0; // 0: no row
     core::KeyState state;
     core::Nanos fresh_at = 0; // as stored
   };
@@ -84,6 +85,11 @@ private:
   Row find_or_create(std::string_view key, core::Algorithm algorithm);
   // Stores `row`, and the time its state becomes a fresh key's when that has moved.
   void write(const Row& row, core::Nanos fresh_at);
+  // The state of `row` for the core, moved out of it; none for no row (id 0).
+  static std::optional<core::KeyState> take_state(Row& row);
+  // Writes what a call on `key`, whose row is `row` (id 0: none), left to write; the
+  // outcome's state is moved into `row`.
+  void write_outcome(std::string_view key, Row& row, core::KeyOutcome& outcome);
   void erase(std::int64_t id);
   // Adds `decision` on `key`, made at `now`, to the key's counters.
   void count(std::string_view key, const core::Decision& decision, core::Nanos now);
