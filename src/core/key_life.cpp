@@ -14,18 +14,18 @@ bool holds_limits(const KeyState& state, std::span<const Limit> limits) {
 
 // Phase 1. A key whose state the call would not use as it stands (other limits, another
 // algorithm) and that holds nothing, a pause aside, is forgotten: `stored` becomes no key,
-// or a key that holds only its pause, with its clock.
-void forget_if_fresh(std::optional<KeyState>& stored, const KeyCall& call, GrantLog& log) {
+// or a key that holds only its pause, with its clock. Returns whether it was.
+bool forget_if_fresh(std::optional<KeyState>& stored, const KeyCall& call, GrantLog& log) {
   if (!stored || stored->limits.empty() ||
       (stored->algorithm == call.algorithm && holds_limits(*stored, call.limits))) {
-    return;
+    return false;
   }
   Nanos paused_until = stored->paused_until;
   stored->paused_until = 0;
   bool fresh = is_fresh(*stored, log, call.request.now);
   stored->paused_until = paused_until;
   if (!fresh) {
-    return;
+    return false;
   }
   log.clear();
   if (paused_until > std::max(call.request.now, stored->clock)) {
@@ -33,6 +33,7 @@ void forget_if_fresh(std::optional<KeyState>& stored, const KeyCall& call, Grant
   } else {
     stored.reset();
   }
+  return true;
 }
 
 // Phase 2. The algorithm that decides: a key in use keeps its own, unless the call chose
@@ -62,7 +63,7 @@ KeyOutcome decide_key(std::optional<KeyState> stored, const KeyCall& call, Grant
   bool had_algorithm = stored && !stored->limits.empty();
   Algorithm stored_algorithm = stored ? stored->algorithm : call.algorithm;
 
-  forget_if_fresh(stored, call, log);
+  outcome.forgot = forget_if_fresh(stored, call, log);
 
   std::optional<Algorithm> algorithm = settle_algorithm(stored, call);
   if (!algorithm) {

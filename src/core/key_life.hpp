@@ -44,6 +44,10 @@ struct KeyOutcome {
   // its fresh state of another algorithm was forgotten); a store that keeps the algorithm
   // apart writes it too. False for a key that was not stored.
   bool takes_algorithm = false;
+  // The stored key was forgotten (phase 1 below): with KeyWrite::state, nothing it held
+  // stays but what `state` holds, its pause included (`state.paused_until`, 0 for none); a
+  // store that keeps the pause apart writes it too.
+  bool forgot = false;
 };
 
 // Decides `call` on a key whose stored state is `stored` (none: no key) and whose grant
@@ -55,7 +59,7 @@ struct KeyOutcome {
 //  2. settle_algorithm: a key in use keeps its own algorithm (a conflict when the call
 //     chose another); a key that holds only a pause, or none, takes the call's;
 //  3. decide (core::decide);
-//  4. what_to_write: a grant is written; a denial only when it changed the key's limits
+//  4. what to write: a grant is written; a denial only when it changed the key's limits
 //     (to the call's); a key forgotten in phase 1 and not written again is erased.
 KeyOutcome decide_key(std::optional<KeyState> stored, const KeyCall& call, GrantLog& log);
 

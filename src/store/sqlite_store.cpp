@@ -170,10 +170,11 @@ void SqliteStore::write_outcome(std::string_view key, Row& row, core::KeyOutcome
   case core::KeyWrite::state:
     if (row.id == 0) {
       row.id = find_or_create(key, outcome.state.algorithm).id;
-    } else if (outcome.takes_algorithm) {
-      prepared(m_adopt, "UPDATE keys SET algorithm = ?2 WHERE id = ?1")
+    } else if (outcome.takes_algorithm || outcome.forgot) {
+      prepared(m_adopt, "UPDATE keys SET algorithm = ?2, paused_until = ?3 WHERE id = ?1")
           .bind(1, row.id)
           .bind_text(2, core::algorithm_name(outcome.state.algorithm))
+          .bind(3, outcome.state.paused_until)
           .run();
     }
     row.state = std::move(outcome.state);

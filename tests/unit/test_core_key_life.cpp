@@ -78,6 +78,7 @@ TEST_CASE("core::decide_key: a key in use keeps its algorithm, or refuses one ch
   CHECK(by_default.decision.algorithm == Algorithm::token_bucket);
   CHECK(by_default.state.algorithm == Algorithm::token_bucket);
   CHECK_FALSE(by_default.takes_algorithm);
+  CHECK_FALSE(by_default.forgot);
   KeyOutcome chosen = key.decide(try_at(Algorithm::sliding_log, true, k_two_per_second, k_t0));
   REQUIRE(chosen.conflict);
   CHECK(*chosen.conflict == Algorithm::token_bucket);
@@ -97,6 +98,7 @@ TEST_CASE("core::decide_key forgets a fresh key that another algorithm or other 
   CHECK(taken.decision.allowed);
   CHECK(taken.write == KeyWrite::state);
   CHECK(taken.takes_algorithm);
+  CHECK(taken.forgot); // nothing of it stays: a pause that ended goes too
   CHECK(taken.state.algorithm == Algorithm::token_bucket);
   CHECK(key.log.size() == 0);
   // Forgotten and then denied (a cost too far in the future): erased.
@@ -158,6 +160,7 @@ TEST_CASE("core::decide_key: a fresh key forgotten under a pause keeps the pause
   CHECK(key.log.size() == 0);
   REQUIRE(taken.write == KeyWrite::state);
   CHECK(taken.takes_algorithm);
+  CHECK(taken.forgot);
   CHECK(taken.state.algorithm == Algorithm::fixed_window);
   CHECK(taken.state.paused_until == k_t0 + 5 * k_s);
   CHECK(taken.state.clock == k_t0 + 3 * k_s);
