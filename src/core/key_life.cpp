@@ -1,5 +1,7 @@
 #include "core/key_life.hpp"
 
+#include "core/bounds.hpp"
+
 #include <algorithm>
 
 namespace ratelimit::core {
@@ -78,8 +80,11 @@ KeyOutcome decide_key(std::optional<KeyState> stored, const KeyCall& call, Grant
   outcome.state.algorithm = *algorithm;
   outcome.decision = decide(outcome.state, call.limits, log, call.request);
 
-  // What to write.
-  if (outcome.decision.allowed || changes_limits) {
+  // What to write. A denial's limits carried from a debt that ends past k_max_time are not
+  // (its key would read as damaged): the key keeps what it held. A grant is always written,
+  // never lost (it stays within the bounds: fits_within_bounds). A key forgotten in phase 1
+  // carries nothing: its state stays within them.
+  if (outcome.decision.allowed || (changes_limits && within_bounds(outcome.state))) {
     outcome.write = KeyWrite::state;
     outcome.fresh_at = fresh_at(outcome.state, log, outcome.decision.now);
     outcome.takes_algorithm = was_stored && (!had_algorithm || stored_algorithm != *algorithm);
@@ -98,9 +103,12 @@ KeyOutcome give_back_to_key(std::optional<KeyState> stored, Algorithm algorithm,
   }
   outcome.state = std::move(*stored);
   give_back(outcome.state, limits, log, now, grant);
-  outcome.write = KeyWrite::state;
   outcome.decision.now = outcome.state.clock;
-  outcome.fresh_at = fresh_at(outcome.state, log, now);
+  // As a decision's, limits carried past the bounds are not written.
+  if (within_bounds(outcome.state)) {
+    outcome.write = KeyWrite::state;
+    outcome.fresh_at = fresh_at(outcome.state, log, now);
+  }
   return outcome;
 }
 

@@ -60,12 +60,14 @@ struct KeyOutcome {
 //     chose another); a key that holds only a pause, or none, takes the call's;
 //  3. decide (core::decide);
 //  4. what to write: a grant is written; a denial only when it changed the key's limits
-//     (to the call's); a key forgotten in phase 1 and not written again is erased.
+//     (to the call's), and not when they carried a debt past the bounds (bounds.hpp); a
+//     key forgotten in phase 1 and not written again is erased.
 KeyOutcome decide_key(std::optional<KeyState> stored, const KeyCall& call, GrantLog& log);
 
 // Gives back `grant`, decided under `algorithm` and `limits`, to the key stored as
 // `stored`, at `now` (core::give_back). A key reset since, or of another algorithm now, or
-// holding only a pause, has nothing to give back to: nothing is written.
+// holding only a pause, has nothing to give back to: nothing is written; nor is a state
+// whose limits, carried to those of the grant, reach past the bounds.
 KeyOutcome give_back_to_key(std::optional<KeyState> stored, Algorithm algorithm,
                             std::span<const Limit> limits, const Grant& grant, Nanos now,
                             GrantLog& log);

@@ -195,3 +195,27 @@ TEST_CASE("core::give_back_to_key gives nothing back to a key reset or of anothe
   CHECK(given.state.clock == k_t0 + k_ms);
   CHECK(inspect(given.state, key.log, k_t0 + k_ms).remaining == 2);
 }
+
+TEST_CASE("core::decide_key writes no state past the bounds: limits carried from a far debt") {
+  // Near 2100 a bucket owes a second at a million a second; a day's limit carries those
+  // units at its own rate, a debt that saturates past the latest time counted (2116).
+  StoredKey key;
+  Nanos t = 4'100'000'000 * k_s;
+  std::vector<Limit> fast{limit_of(1'000'000, k_s)};
+  KeyCall reserve{Algorithm::token_bucket, true, fast, Request{t, 1'000'000, true}};
+  REQUIRE(key.decide(reserve).decision.allowed);
+  REQUIRE(key.decide(reserve).decision.allowed);
+  std::vector<Limit> daily{limit_of(1, 86'400 * k_s)};
+  KeyOutcome denied = key.decide(try_at(Algorithm::token_bucket, true, daily, t));
+  CHECK_FALSE(denied.decision.allowed);
+  CHECK_FALSE(within_bounds(denied.state));
+  CHECK(denied.write == KeyWrite::nothing);
+  REQUIRE(key.stored);
+  CHECK(within_bounds(*key.stored));
+  CHECK(key.stored->limits.front().limit == fast.front());
+  // Nor when a grant under the day's limit is given back.
+  Grant grant{t, 1, {t + 1}};
+  KeyOutcome given =
+      give_back_to_key(key.stored, Algorithm::token_bucket, daily, grant, t, key.log);
+  CHECK(given.write == KeyWrite::nothing);
+}

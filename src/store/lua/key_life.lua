@@ -72,8 +72,11 @@ local function decide_key(stored, call, log)
   outcome.state.algorithm = algorithm
   outcome.decision = decide(outcome.state, call.limits, log, call.request)
 
-  -- What to write.
-  if outcome.decision.allowed or changes_limits then
+  -- What to write. A denial's limits carried from a debt that ends past k_max_time are not
+  -- (its key would read as damaged): the key keeps what it held. A grant is always written,
+  -- never lost (it stays within the bounds: fits_within_bounds). A key forgotten in phase 1
+  -- carries nothing: its state stays within them.
+  if outcome.decision.allowed or (changes_limits and within_bounds(outcome.state)) then
     outcome.write = 'state'
     outcome.fresh_at = fresh_at(outcome.state, log, outcome.decision.now)
     outcome.takes_algorithm = was_stored and (not had_algorithm or stored_algorithm ~= algorithm)
@@ -90,9 +93,12 @@ local function give_back_to_key(stored, algorithm, limits, grant, now, log)
   end
   outcome.state = stored
   give_back(outcome.state, limits, log, now, grant)
-  outcome.write = 'state'
   outcome.decision = {now = outcome.state.clock}
-  outcome.fresh_at = fresh_at(outcome.state, log, now)
+  -- As a decision's, limits carried past the bounds are not written.
+  if within_bounds(outcome.state) then
+    outcome.write = 'state'
+    outcome.fresh_at = fresh_at(outcome.state, log, now)
+  end
   return outcome
 end
 
