@@ -13,7 +13,8 @@ _ratelimit_options() {
   '') options+=" --version" ;;
   try) options+=" $limit" ;;
   wait) options+=" $limit -t --timeout" ;;
-  run) options+=" $limit -t --timeout --no-wait -j --concurrency --until-exit --lease --backoff-on --backoff --backoff-max --retries" ;;
+  run) options+=" $limit -t --timeout --no-wait -j --concurrency --until-exit --lease --backoff-on --backoff --backoff-max --retries --observe --max-pause" ;;
+  observe) options+=" --headers --status --retry-after --max-pause" ;;
   pipe) options+=" $limit -t --timeout -0 --null" ;;
   reset) options+=" --all" ;;
   gc) options+=" -v --verbose" ;;
@@ -34,7 +35,8 @@ _ratelimit_takes_value() {
     --store-key | --lock-timeout | --on-store-error | \
     -E | --limited-exit-code | -r | --rate | -a | --algorithm | -b | --burst | -c | --cost | \
     -t | --timeout | -j | --concurrency | --lease | --mode | --trace | --profile | --duration | \
-    --load | --seed | --format | --backoff-on | --backoff | --backoff-max | --retries | -o | --output)
+    --load | --seed | --format | --backoff-on | --backoff | --backoff-max | --retries | -o | --output | \
+    --max-pause | --headers | --status | --retry-after)
     return 0
     ;;
   esac
@@ -164,13 +166,13 @@ _ratelimit() {
     mapfile -t COMPREPLY < <(compgen -W "$algorithms" -- "$cur")
     return
     ;;
-  --config | --db | --trace | -o | --output | --store-ca | --store-cert | --store-key)
+  --config | --db | --trace | -o | --output | --store-ca | --store-cert | --store-key | --headers)
     if declare -F _filedir >/dev/null; then
       _filedir
     else
       mapfile -t COMPREPLY < <(compgen -f -- "$cur")
     fi
-    [[ $prev == --trace && - == "$cur"* ]] && COMPREPLY+=(-)
+    [[ ($prev == --trace || $prev == --headers) && - == "$cur"* ]] && COMPREPLY+=(-)
     return
     ;;
   --store)
@@ -194,6 +196,10 @@ _ratelimit() {
     mapfile -t COMPREPLY < <(compgen -W "table csv json" -- "$cur")
     return
     ;;
+  --status)
+    mapfile -t COMPREPLY < <(compgen -W "429 503" -- "$cur")
+    return
+    ;;
   esac
   if $split || _ratelimit_takes_value "$prev"; then
     return # a number, a rate or a duration: nothing to offer
@@ -204,7 +210,7 @@ _ratelimit() {
     return
   fi
   if [[ -z $command ]]; then
-    mapfile -t COMPREPLY < <(compgen -W "try wait run pause pipe status reset gc limits metrics simulate" -- "$cur")
+    mapfile -t COMPREPLY < <(compgen -W "try wait run pause observe pipe status reset gc limits metrics simulate" -- "$cur")
     return
   fi
 
@@ -219,7 +225,7 @@ _ratelimit() {
       return
     fi
     ;;
-  pause) ((positionals == 0)) && want_keys=true ;;
+  pause | observe) ((positionals == 0)) && want_keys=true ;;
   status | reset) want_keys=true ;;
   esac
   if $want_keys; then

@@ -20,7 +20,8 @@ function __ratelimit_words
                 --lock-timeout --on-store-error \
                 -E --limited-exit-code -r --rate -a --algorithm -b --burst -c --cost \
                 -t --timeout -j --concurrency --lease --mode --trace --profile --duration --load --seed --format \
-                --backoff-on --backoff --backoff-max --retries -o --output
+                --backoff-on --backoff --backoff-max --retries -o --output \
+                --max-pause --headers --status --retry-after
                 set skip 1
             case '-*'
             case '*'
@@ -49,7 +50,7 @@ function __ratelimit_after_separator
     test "$words[1]" = run; and contains -- -- $words
 end
 
-# True where a KEY goes: the first argument of try, wait, run, pipe and pause, any of status
+# True where a KEY goes: the first argument of try, wait, run, pipe, pause and observe, any of status
 # and reset.
 function __ratelimit_wants_key
     string match -q -- '-*' (commandline -ct); and return 1
@@ -57,7 +58,7 @@ function __ratelimit_wants_key
     set -q words[1]; or return 1
     contains -- -- $words; and return 1
     switch $words[1]
-        case try wait run pipe pause
+        case try wait run pipe pause observe
             test (count $words) = 1
         case status reset
             return 0
@@ -155,6 +156,7 @@ complete -c ratelimit -n __ratelimit_no_command -a try -d 'Decide now: exit 0 if
 complete -c ratelimit -n __ratelimit_no_command -a wait -d 'Reserve the next slot and sleep until it'
 complete -c ratelimit -n __ratelimit_no_command -a run -d 'Wait for a slot, then execute a command'
 complete -c ratelimit -n __ratelimit_no_command -a pause -d 'Grant nothing on a key for a while'
+complete -c ratelimit -n __ratelimit_no_command -a observe -d 'Apply what an HTTP server answered to a key'
 complete -c ratelimit -n __ratelimit_no_command -a pipe -d 'Copy stdin to stdout, one record per slot'
 complete -c ratelimit -n __ratelimit_no_command -a status -d 'Show the state of keys'
 complete -c ratelimit -n __ratelimit_no_command -a reset -d 'Forget keys'
@@ -199,6 +201,11 @@ complete -c ratelimit -n '__ratelimit_using run' -l retries -x -d 'Run the comma
 complete -c ratelimit -n '__ratelimit_using run' -s j -l concurrency -x -d 'At most N commands of KEY at once'
 complete -c ratelimit -n '__ratelimit_using run' -l until-exit -d 'Count each command from its start until it exits'
 complete -c ratelimit -n '__ratelimit_using run' -l lease -x -d 'On Redis, how long a holder counts as alive unrenewed'
+complete -c ratelimit -n '__ratelimit_using run' -l observe -d 'Apply the command\'s HTTP response head to the key'
+complete -c ratelimit -n '__ratelimit_using run observe' -l max-pause -x -d 'Longest pause an answer may impose'
+complete -c ratelimit -n '__ratelimit_using observe' -l headers -r -F -d 'Response head as curl -D writes it (- reads stdin)'
+complete -c ratelimit -n '__ratelimit_using observe' -l status -x -a '429 503' -d 'HTTP status instead of the head\'s'
+complete -c ratelimit -n '__ratelimit_using observe' -l retry-after -x -d 'Retry-After instead of the head\'s'
 complete -c ratelimit -n '__ratelimit_using pipe' -s 0 -l null -d 'Records end in NUL instead of newline'
 complete -c ratelimit -n '__ratelimit_using reset' -l all -d 'Forget every key'
 complete -c ratelimit -n '__ratelimit_using gc' -s v -l verbose -d 'Say what was removed'

@@ -1,5 +1,6 @@
 #include "cli/acquire.hpp"
 
+#include "cli/acquisition.hpp"
 #include "cli/countdown.hpp"
 #include "cli/report.hpp"
 #include "cli/usage_error.hpp"
@@ -7,7 +8,6 @@
 #include "util/json.hpp"
 #include "util/standard_streams.hpp"
 
-#include <cstdio>
 #include <fmt/format.h>
 #include <limits>
 
@@ -26,117 +26,74 @@ core::Nanos parse_timeout(const std::optional<std::string>& text) {
 
 namespace {
 
-// Gives back what `decision` reserved; under --on-store-error=allow a failure leaves the
-// slot taken, which never over-admits. Before `deciding_again`, an outage under local goes
-// on to the local database's decision instead.
-void give_back(store::Store& store, const GlobalOptions& global, const LimitedRequest& request,
-               const core::Decision& decision, bool deciding_again) {
-  try {
-    store.give_back(request.key, decision.algorithm, request.limits, decision.grant);
-  } catch (const store::StoreError& error) {
-    if ((deciding_again && falls_back_locally(global, error)) || !fail_open(global, error)) {
-      throw;
-    }
-  }
-}
+// The sleeps of `wait` and `run`: the system's monotonic clock; a signal ends a sleep, its
+// number the code; a countdown on a terminal.
+class CommandSleeper final : public Sleeper {
+public:
+  CommandSleeper(util::InterruptSignals& signals, std::string_view key, bool quiet)
+      : m_signals(signals), m_key(key), m_quiet(quiet) {}
 
-// Whether a pause of the key runs now. Under --on-store-error=allow (and local, for an
-// outage) a store that fails to tell is taken to say no: the slot it granted stands.
-bool paused_meanwhile(store::Store& store, const GlobalOptions& global,
-                      const LimitedRequest& request) {
-  try {
-    return store.pause_of(request.key).paused_until != 0;
-  } catch (const store::StoreError& error) {
-    if (!fail_open(global, error)) {
-      throw;
-    }
+  core::Nanos now() override { return util::monotonic_nanos(); }
+  int sleep(core::Nanos duration) override {
+    return sleep_with_countdown(m_signals, duration, m_key, m_quiet);
   }
-  return false;
-}
 
-} // namespace
+private:
+  util::InterruptSignals& m_signals;
+  std::string_view m_key;
+  bool m_quiet;
+};
 
-Acquired acquire(store::Store& store, util::InterruptSignals& signals, const GlobalOptions& global,
-                 const LimitedRequest& request, Asking asking, core::Nanos max_wait) {
-  core::Request ask;
-  ask.cost = request.cost;
-  ask.reserve = asking == Asking::for_the_next;
-  ask.max_wait = max_wait;
-  // try reports no waited_ms; wait and run report the time they slept, 0 when they did not.
-  std::optional<core::Nanos> no_wait =
-      asking == Asking::now ? std::nullopt : std::optional<core::Nanos>(0);
-  Acquired acquired;
-  acquired.decision =
-      store.decide(request.key, request.algorithm, request.algorithm_chosen, request.limits, ask);
-  if (!acquired.decision.allowed) {
-    report(global, request, acquired.decision, no_wait, max_wait);
-    return acquired;
-  }
-  std::int64_t started = util::monotonic_nanos();
-  for (;;) {
-    if (acquired.decision.wait >= store::k_long_sleep) {
-      store.close_while_sleeping(); // the slot is taken: nothing holds it but the store
-    }
-    acquired.signal =
-        sleep_with_countdown(signals, acquired.decision.wait, request.key, global.quiet);
-    acquired.waited = util::monotonic_nanos() - started;
-    if (acquired.signal != 0) {
-      give_back(store, global, request, acquired.decision, false);
-      return acquired;
-    }
-    // A pause may have begun while this waiter slept: checked once on waking, never in
-    // between. Only a waiter that slept can have missed one; a decision sees every pause.
-    if (acquired.decision.wait == 0 || !paused_meanwhile(store, global, request)) {
-      break;
-    }
-    // The slot is given back and the next one after the pause reserved in its place, as
-    // the limits would place it then: the waiters the pause held do not all go at its end.
-    give_back(store, global, request, acquired.decision, true);
-    if (max_wait != std::numeric_limits<core::Nanos>::max()) {
-      ask.max_wait = std::max<core::Nanos>(0, max_wait - acquired.waited);
-    }
-    acquired.decision =
-        store.decide(request.key, request.algorithm, request.algorithm_chosen, request.limits, ask);
-    if (!acquired.decision.allowed) {
-      report(global, request, acquired.decision, acquired.waited, max_wait);
-      return acquired;
-    }
-  }
-  // Up to now, the check for a pause included: the caller goes on from here.
-  acquired.waited = util::monotonic_nanos() - started;
-  report(global, request, acquired.decision,
-         asking == Asking::now ? std::nullopt : std::optional<core::Nanos>(acquired.waited));
-  return acquired;
-}
-
-Acquired acquire_from_store(const GlobalOptions& global, util::InterruptSignals& signals,
-                            const LimitedRequest& request, Asking asking, core::Nanos max_wait) {
-  std::string failure;
-  try {
-    auto store = open_store(global);
-    return acquire(*store, signals, global, request, asking, max_wait);
-  } catch (const store::StoreError& error) {
-    if (falls_back_locally(global, error)) {
-      // The same request, on this host's database; a reservation the store made before it
-      // failed stays taken there, which never over-admits.
-      auto local = fall_back_locally(global, error);
-      return acquire(*local, signals, global, request, asking, max_wait);
-    }
-    if (!fail_open(global, error)) {
-      throw;
-    }
-    failure = error.what();
-  }
-  Acquired acquired;
-  acquired.decision.allowed = true;
-  acquired.failed_open = true;
+// Under allow, a request decided without the store: the failure it went on without, as
+// `allowed` and `store_error` (the store's figures are unknown).
+void report_failed_open(const GlobalOptions& global, const LimitedRequest& request,
+                        std::string_view failure) {
   if (global.json) {
     util::JsonObject object;
     object.field("key", request.key).field("allowed", true).field("store_error", failure);
     util::write_stdout(object.str() + "\n");
     util::flush_stdout();
   }
+}
+
+} // namespace
+
+Acquired acquire(Gate& gate, util::InterruptSignals& signals, const GlobalOptions& global,
+                 const LimitedRequest& request, Asking asking, core::Nanos max_wait) {
+  SlotAsk ask;
+  ask.cost = request.cost;
+  ask.reserve = asking == Asking::for_the_next;
+  ask.max_wait = max_wait;
+  CommandSleeper sleeper(signals, request.key, global.quiet);
+  Acquisition acquisition = acquire_slot(gate, sleeper, ask);
+  if (!acquisition.pause_unchecked.empty()) {
+    util::write_stderr(pause_unchecked_warning(request.key, acquisition.pause_unchecked));
+  }
+  Acquired acquired;
+  acquired.decision = std::move(acquisition.decision);
+  acquired.waited = acquisition.waited;
+  acquired.signal = acquisition.interrupted;
+  if (acquired.signal != 0) {
+    return acquired;
+  }
+  if (!gate.failure().empty() && acquired.decision.allowed) {
+    acquired.failed_open = true;
+    report_failed_open(global, request, gate.failure());
+    return acquired;
+  }
+  // try reports no waited_ms; wait and run report the time they slept, 0 when they did not.
+  std::optional<core::Nanos> waited =
+      asking == Asking::now ? std::nullopt : std::optional<core::Nanos>(acquired.waited);
+  report(global, request, acquired.decision, waited, max_wait);
   return acquired;
+}
+
+Acquired acquire_from_store(const GlobalOptions& global, util::InterruptSignals& signals,
+                            const LimitedRequest& request, Asking asking, core::Nanos max_wait) {
+  std::string failure;
+  std::unique_ptr<store::Store> store = open_store_or_fall_back(global, failure);
+  FailOpenGate gate(store.get(), request, global, failure);
+  return acquire(gate, signals, global, request, asking, max_wait);
 }
 
 } // namespace ratelimit::cli

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "cli/gate.hpp"
 #include "cli/global_options.hpp"
 #include "cli/limit_options.hpp"
 #include "cli/store_failure.hpp"
@@ -17,7 +18,7 @@ struct Acquired {
   core::Nanos waited = 0;
   // A signal that interrupted the sleep (the reservation was given back), or 0.
   int signal = 0;
-  // The store failed and --on-store-error=allow granted the request without it.
+  // The store failed and --on-store-error=allow decided the request without it.
   bool failed_open = false;
 };
 
@@ -28,15 +29,17 @@ enum class Asking {
   for_the_next, // wait, run: reserves the next slot within the timeout, sleeps until it
 };
 
-// Asks for a slot as `asking` says, within `max_wait` when it reserves. A signal in the
-// sleep gives the reservation back. Reports the decision (stderr line, --json) itself.
-Acquired acquire(store::Store& store, util::InterruptSignals& signals, const GlobalOptions& global,
+// Asks `gate` for a slot as `asking` says, within `max_wait` when it reserves, with the one
+// acquisition loop (acquire_slot) on the system's clock: a signal in the sleep ends it (the
+// reservation given back), and a countdown shows on a terminal. Reports the decision
+// (stderr line, --json) itself, and warns when the slot goes ahead unchecked for a pause.
+Acquired acquire(Gate& gate, util::InterruptSignals& signals, const GlobalOptions& global,
                  const LimitedRequest& request, Asking asking, core::Nanos max_wait);
 
-// Opens the store `global` names, acquires `request` from it as `acquire` does, and closes
-// it. A StoreError propagates under --on-store-error=deny; under allow the request is
-// granted at once without the store, with a warning (see `fail_open`); under local an
-// outage of the store sends the request to the local database, with a warning (see
+// Opens the store `global` names and acquires `request` from it as `acquire` does, through a
+// FailOpenGate: a StoreError propagates under --on-store-error=deny; under allow the request
+// is decided without the store, with a warning (see `fail_open`); under local an outage of
+// the store sends the request to the local database, with a warning (see
 // `fall_back_locally`).
 Acquired acquire_from_store(const GlobalOptions& global, util::InterruptSignals& signals,
                             const LimitedRequest& request, Asking asking, core::Nanos max_wait);

@@ -23,6 +23,7 @@ CommandRun setup_reset(CLI::App& app, const GlobalOptions& global);
 CommandRun setup_gc(CLI::App& app, const GlobalOptions& global);
 CommandRun setup_limits(CLI::App& app, const GlobalOptions& global);
 CommandRun setup_metrics(CLI::App& app, const GlobalOptions& global);
+CommandRun setup_observe(CLI::App& app, const GlobalOptions& global);
 
 struct Command {
   std::string_view name;
@@ -31,10 +32,10 @@ struct Command {
 
 // Every command, in the order --help lists them.
 inline constexpr Command k_commands[] = {
-    {"try", setup_try},       {"wait", setup_wait},         {"run", setup_run},
-    {"pause", setup_pause},   {"simulate", setup_simulate}, {"pipe", setup_pipe},
-    {"status", setup_status}, {"reset", setup_reset},       {"gc", setup_gc},
-    {"limits", setup_limits}, {"metrics", setup_metrics},
+    {"try", setup_try},     {"wait", setup_wait},       {"run", setup_run},
+    {"pause", setup_pause}, {"observe", setup_observe}, {"simulate", setup_simulate},
+    {"pipe", setup_pipe},   {"status", setup_status},   {"reset", setup_reset},
+    {"gc", setup_gc},       {"limits", setup_limits},   {"metrics", setup_metrics},
 };
 
 } // namespace ratelimit::cli

@@ -3,6 +3,7 @@
 #include "cli/usage_error.hpp"
 #include "core/rate.hpp"
 #include "store/open_store.hpp"
+#include "store/redis_keys.hpp"
 #include "store/store.hpp"
 #include "store/store_url.hpp"
 
@@ -28,7 +29,8 @@ void add_global_options(CLI::App& app, GlobalOptions& options) {
   app.add_option("--on-store-error", options.on_store_error,
                  "When the store fails: deny (exit 3), allow (grant, with a warning on stderr) "
                  "or local (Redis out of reach: decide on the --db database, with a warning; "
-                 "each host then keeps the limit alone, so N hosts admit up to N times it); "
+                 "each host then keeps the limit alone, so N hosts admit up to N + 1 times it, "
+                 "counting slots Redis granted before); "
                  "default [store] on_error, else deny")
       ->option_text("deny|allow|local")
       ->check(CLI::Validator(
@@ -336,6 +338,9 @@ std::unique_ptr<store::Store> open_store_as(const GlobalOptions& options,
       throw UsageError(location.error());
     }
     if (const auto* parsed = std::get_if<store::RedisLocation>(&*location)) {
+      if (std::optional<std::string> problem = store::redis_prefix_problem(options.redis_prefix)) {
+        throw UsageError(*problem);
+      }
       store::RedisLocation redis = *parsed;
       complete_redis_location(options, redis);
       return store::open_store(std::move(redis), settings);

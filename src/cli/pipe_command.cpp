@@ -4,10 +4,12 @@
 // that has to wait for its slot is written the moment it gets it, together with those that
 // fall due within the next millisecond when the limit lets them through at once.
 #include "cli/acquire.hpp"
+#include "cli/acquisition.hpp"
 #include "cli/commands.hpp"
 #include "cli/exit_status.hpp"
-#include "cli/pipe_gate.hpp"
+#include "cli/gate.hpp"
 #include "cli/report.hpp"
+#include "cli/store_failure.hpp"
 #include "cli/usage_error.hpp"
 #include "util/clock.hpp"
 #include "util/errno_text.hpp"
@@ -73,9 +75,36 @@ private:
   util::InterruptSignals& m_signals;
 };
 
+// What ends a sleep of `pipe` early besides a signal: the reader of its output gone.
+constexpr int k_reader_gone = -1;
+
+// The sleeps of `pipe`: a signal ends one (its number the code) when the gate is shared,
+// and so does the reader of standard output going away (k_reader_gone).
+class PipeSleeper final : public Sleeper {
+public:
+  // `signals` null: signals end the process as they would cat.
+  explicit PipeSleeper(util::InterruptSignals* signals) : m_signals(signals) {}
+
+  core::Nanos now() override { return util::monotonic_nanos(); }
+  int sleep(core::Nanos duration) override {
+    bool reader_gone = false;
+    if (m_signals != nullptr) {
+      if (int signal = m_signals->sleep_watching(duration, k_output, reader_gone)) {
+        return signal;
+      }
+    } else {
+      reader_gone = !util::sleep_unless_reader_gone(k_output, duration);
+    }
+    return reader_gone ? k_reader_gone : 0;
+  }
+
+private:
+  util::InterruptSignals* m_signals;
+};
+
 class Pipe {
 public:
-  Pipe(PipeGate& gate, const LimitedRequest& request, const GlobalOptions& global, char delimiter,
+  Pipe(Gate& gate, const LimitedRequest& request, const GlobalOptions& global, char delimiter,
        core::Nanos timeout)
       : m_gate(gate), m_request(request), m_global(global), m_timeout(timeout),
         m_reader(k_input, delimiter), m_combine(instant_grants_combine(request.algorithm)),
@@ -157,80 +186,48 @@ private:
   // fall due within k_batch_latency, and sleeps until the last of them. Returns -1 when the
   // slots have come, with `decision` the first record's grant, or the exit status.
   int take_slot(core::Decision& decision, bool more, std::size_t& batched) {
-    std::int64_t started = util::monotonic_nanos();
-    for (;;) {
-      core::Request request;
-      request.cost = m_request.cost;
-      request.reserve = true;
-      request.max_wait = budget(started);
+    SlotAsk ask;
+    ask.cost = m_request.cost;
+    ask.max_wait = m_timeout;
+    ask.ask_again_after_refusal = true;
+    std::size_t reserved = 0;
+    ReserveMore reserve_more;
+    if (more) {
+      reserve_more = [&](core::Nanos first_wait, core::Nanos max_wait) {
+        std::optional<Batch> batch = reserve_batch(first_wait, max_wait);
+        reserved = batch ? batch->records : 0;
+        return batch ? std::optional(batch->decision) : std::nullopt;
+      };
+    }
+    Acquisition acquired;
+    {
       // A reservation in the store must not be lost to a signal before the sleep that
       // could give it back; one in this process goes with it.
       std::optional<HeldSignals> held;
       if (m_signals) {
         held.emplace(*m_signals);
       }
-      decision = m_gate.decide(request);
-      if (decision.allowed && decision.wait == 0) {
-        return -1;
-      }
-      if (decision.wait > request.max_wait) {
-        report_timeout(decision);
-        return m_global.limited_exit_code;
-      }
-      // A slot later on, or a full leaky-bucket queue that takes requests again then.
-      std::optional<Batch> batch;
-      if (decision.allowed && more) {
-        batch = reserve_batch(decision.wait, request.max_wait);
-      }
-      core::Nanos wait = batch ? std::max(batch->decision.wait, decision.wait) : decision.wait;
-      // Latest first, so that each leaves the key as it was before it.
-      auto give_back = [&] {
-        if (batch) {
-          m_gate.give_back(batch->decision.grant);
-        }
-        if (decision.allowed) {
-          m_gate.give_back(decision.grant);
-        }
-      };
-      bool reader_gone = false;
-      if (wait >= store::k_long_sleep) {
-        m_gate.close_while_sleeping();
-      }
-      if (m_signals) {
-        if (int signal = m_signals->sleep_watching(wait, k_output, reader_gone)) {
-          give_back();
-          return 128 + signal;
-        }
-      } else {
-        // Signals end the process as they would cat; the shell reports 128+N all the same.
-        reader_gone = !util::sleep_unless_reader_gone(k_output, wait);
-      }
-      if (reader_gone) {
-        give_back();
-        return end_for_reader_gone();
-      }
-      // A pause may have begun while the records slept: checked once on waking, never in
-      // between. Their slots go back and the next after the pause are reserved in their
-      // place, as for a waiter of `wait`.
-      if (decision.allowed && m_gate.paused()) {
-        give_back();
-        continue;
-      }
-      if (batch) {
-        batched = batch->records;
-      }
-      if (decision.allowed) {
-        return -1;
-      }
+      PipeSleeper sleeper(m_signals ? &*m_signals : nullptr);
+      acquired = acquire_slot(m_gate, sleeper, ask, reserve_more);
     }
-  }
-
-  // The longest wait --timeout still allows for a record first asked for at `started`.
-  core::Nanos budget(std::int64_t started) const {
-    if (m_timeout == std::numeric_limits<core::Nanos>::max()) {
-      return m_timeout;
+    if (!acquired.pause_unchecked.empty()) {
+      util::write_stderr(pause_unchecked_warning(m_request.key, acquired.pause_unchecked));
     }
-    return std::max<core::Nanos>(0, m_timeout - (util::monotonic_nanos() - started));
+    if (acquired.interrupted == k_reader_gone) {
+      return end_for_reader_gone();
+    }
+    if (acquired.interrupted != 0) {
+      return 128 + acquired.interrupted;
+    }
+    decision = std::move(acquired.decision);
+    if (!decision.allowed) {
+      report_timeout(decision);
+      return m_global.limited_exit_code;
+    }
+    if (acquired.more) {
+      batched = reserved;
+    }
+    return -1;
   }
 
   // Slots reserved together for the records after a waiting one.
@@ -309,7 +306,7 @@ private:
                     core::format_seconds(decision.wait)));
   }
 
-  PipeGate& m_gate;
+  Gate& m_gate;
   const LimitedRequest& m_request;
   const GlobalOptions& m_global;
   core::Nanos m_timeout;
@@ -343,25 +340,15 @@ int run_pipe(PipeOptions options, const GlobalOptions& global) {
     return Pipe(gate, request, global, delimiter, timeout).run();
   }
   // One connection for the whole stream; each decision is its own transaction.
-  std::unique_ptr<store::Store> store;
-  try {
-    store = open_store(global);
-    if (!request.algorithm_chosen) {
-      // The key's own algorithm paces the records (how they batch), as it decides them.
-      adopt_stored_algorithm(*store, request);
-    }
-  } catch (const store::StoreError& error) {
-    store.reset();
-    if (falls_back_locally(global, error)) {
-      store = fall_back_locally(global, error);
-      if (!request.algorithm_chosen) {
-        adopt_stored_algorithm(*store, request);
-      }
-    } else if (!fail_open(global, error)) {
-      throw;
-    }
-  }
-  FailOpenGate gate(store.get(), request, global);
+  std::string failure;
+  std::unique_ptr<store::Store> store =
+      open_store_or_fall_back(global, failure, [&](store::Store& opened) {
+        if (!request.algorithm_chosen) {
+          // The key's own algorithm paces the records (how they batch), as it decides them.
+          adopt_stored_algorithm(opened, request);
+        }
+      });
+  FailOpenGate gate(store.get(), request, global, failure);
   return Pipe(gate, request, global, delimiter, timeout).run();
 }
 

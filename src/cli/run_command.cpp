@@ -4,6 +4,7 @@
 #include "cli/pause.hpp"
 #include "cli/report.hpp"
 #include "cli/run_holding.hpp"
+#include "cli/run_observing.hpp"
 #include "cli/usage_error.hpp"
 #include "core/backoff.hpp"
 #include "util/child_process.hpp"
@@ -40,6 +41,7 @@ struct RunOptions {
   std::optional<std::string> backoff;     // default 1s
   std::optional<std::string> backoff_max; // default 5min
   std::optional<int> retries;             // default 0
+  ObserveRunOptions observe;
 };
 
 // The message for a command that cannot be started; escaped as keys are: a command name
@@ -218,6 +220,8 @@ int run_run(RunOptions options, const GlobalOptions& global) {
   if (options.lease && !options.concurrency && !options.until_exit) {
     throw UsageError("--lease applies to -j and --until-exit; give one of them");
   }
+  core::Nanos max_pause = check_observe_run_options(
+      options.observe, options.concurrency || options.until_exit, !options.backoff_on.empty());
   if (options.concurrency || options.until_exit) {
     if (!options.backoff_on.empty()) {
       throw UsageError("--backoff-on does not combine with -j or --until-exit; back off with "
@@ -265,6 +269,9 @@ int run_run(RunOptions options, const GlobalOptions& global) {
     return global.limited_exit_code;
   }
   signals.restore();
+  if (options.observe.observe) {
+    return run_observed(options.command, global, request.key, max_pause, signals);
+  }
   return execute(options.command);
 }
 
@@ -322,6 +329,7 @@ CommandRun setup_run(CLI::App& app, const GlobalOptions& global) {
                    "With -j or --until-exit on Redis: a holder on a lost host frees its slot "
                    "after this (default 30s; renewed every third of it while it runs)")
       ->option_text("DURATION");
+  add_observe_run_options(*command, options->observe);
   command
       ->add_option("command", options->command,
                    "The command and its arguments: from the first word after KEY that is not "

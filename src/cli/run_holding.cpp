@@ -1,6 +1,7 @@
 #include "cli/run_holding.hpp"
 
 #include "cli/acquire.hpp"
+#include "cli/acquisition.hpp"
 #include "cli/exit_status.hpp"
 #include "cli/report.hpp"
 #include "cli/usage_error.hpp"
@@ -36,13 +37,20 @@ struct Refusal {
   std::optional<core::Nanos> retry_after;
   bool behind = false;
   bool timed_out = false;
+  // The end of the key's pause, when a pause holds the start; else 0.
+  core::Nanos paused_until = 0;
+  core::Nanos now = 0;
 };
 
 void report_refusal(const GlobalOptions& global, const HoldingRun& run,
                     const std::vector<core::RunCap>& caps, const Refusal& refusal) {
   if (!global.quiet) {
-    std::string limited = fmt::format("{} limited {}", util::printable_key(run.request.key),
-                                      describe_cap(caps[refusal.binding]));
+    std::string limited =
+        refusal.paused_until != 0
+            ? fmt::format("{} paused until {}", util::printable_key(run.request.key),
+                          utc_time(refusal.paused_until))
+            : fmt::format("{} limited {}", util::printable_key(run.request.key),
+                          describe_cap(caps[refusal.binding]));
     std::string where;
     if (refusal.behind) {
       where = "commands that came first are waiting";
@@ -63,6 +71,12 @@ void report_refusal(const GlobalOptions& global, const HoldingRun& run,
       object.field("retry_after_ms", core::ceil_millis(*refusal.retry_after));
     } else {
       object.raw_field("retry_after_ms", "null");
+    }
+    if (refusal.paused_until != 0) {
+      core::Decision paused;
+      paused.now = refusal.now;
+      paused.paused_until = refusal.paused_until;
+      add_pause_fields(object, paused);
     }
     if (!global.local_fallback.empty()) {
       object.field("store_error", global.local_fallback);
@@ -108,47 +122,69 @@ void report_start(const GlobalOptions& global, const HoldingRun& run,
   util::flush_stdout();
 }
 
-// What waiting for the slot ended with.
-struct Slot {
-  bool started = false;
-  int signal = 0;
-  core::Nanos waited = 0;
+// The run slots of one command, as wait_for_run_slot sees them: signals end its sleeps.
+class SlotQueue final : public RunSlotQueue {
+public:
+  SlotQueue(store::RunSlots& slots, util::InterruptSignals& signals, const HoldingRun& run,
+            const std::vector<core::RunCap>& caps)
+      : m_slots(slots), m_signals(signals), m_run(run), m_caps(caps) {}
+
+  store::StartAnswer attempt() override {
+    if (m_joined) {
+      return m_slots.try_start(m_caps);
+    }
+    m_joined = true;
+    core::Nanos hold = 0;
+    for (const core::RunCap& cap : m_caps) {
+      hold = std::max(hold, cap.hold);
+    }
+    return m_slots.join(m_run.request.key, m_run.request.cost, hold, m_caps);
+  }
+  int wait_for_change(core::Nanos timeout) override {
+    return m_slots.wait_for_change(timeout, m_signals);
+  }
+
+private:
+  store::RunSlots& m_slots;
+  util::InterruptSignals& m_signals;
+  const HoldingRun& m_run;
+  const std::vector<core::RunCap>& m_caps;
+  bool m_joined = false;
 };
 
-Slot wait_for_slot(store::RunSlots& slots, util::InterruptSignals& signals,
-                   const GlobalOptions& global, const HoldingRun& run,
-                   const std::vector<core::RunCap>& caps) {
-  core::Nanos hold = 0;
-  for (const core::RunCap& cap : caps) {
-    hold = std::max(hold, cap.hold);
+// The system's monotonic clock, for the timeout of a run slot's wait.
+class SystemClock final : public Sleeper {
+public:
+  core::Nanos now() override { return util::monotonic_nanos(); }
+  int sleep(core::Nanos) override { return 0; } // run slots sleep in the store
+};
+
+// Waits for the command's slot; a command that does not start leaves the queue, and a
+// refusal is reported.
+RunSlotWait wait_for_slot(store::RunSlots& slots, util::InterruptSignals& signals,
+                          const GlobalOptions& global, const HoldingRun& run,
+                          const std::vector<core::RunCap>& caps) {
+  SlotQueue queue(slots, signals, run, caps);
+  SystemClock clock;
+  RunSlotWait wait = wait_for_run_slot(queue, clock, run.max_wait, run.no_wait);
+  if (wait.started) {
+    return wait;
   }
-  std::int64_t began = util::monotonic_nanos();
-  store::StartAnswer answer = slots.join(run.request.key, run.request.cost, hold, caps);
-  while (!answer.started) {
-    core::Nanos elapsed = util::monotonic_nanos() - began;
-    core::Nanos left = run.max_wait == k_forever ? k_forever : run.max_wait - elapsed;
-    Refusal refusal{answer.admission.binding, std::nullopt, answer.behind, false};
+  slots.leave();
+  if (wait.interrupted == 0) {
+    const store::StartAnswer& answer = wait.answer;
+    Refusal refusal{answer.admission.binding,
+                    std::nullopt,
+                    answer.behind,
+                    wait.timed_out,
+                    answer.behind ? 0 : answer.admission.paused_until,
+                    answer.now};
     if (!answer.behind && answer.admission.admission == core::Admission::at) {
       refusal.retry_after = answer.admission.at - answer.now;
     }
-    bool refused = run.no_wait;
-    if (!refused && (left <= 0 || (refusal.retry_after && *refusal.retry_after > left))) {
-      refused = true;
-      refusal.timed_out = true;
-    }
-    if (refused) {
-      slots.leave();
-      report_refusal(global, run, caps, refusal);
-      return {};
-    }
-    core::Nanos sleep = refusal.retry_after ? *refusal.retry_after : left;
-    if (int signal = slots.wait_for_change(sleep, signals)) {
-      slots.leave();
-      return {false, signal, 0};
-    }
-    answer = slots.try_start(caps);
+    report_refusal(global, run, caps, refusal);
   }
-  return {true, 0, util::monotonic_nanos() - began};
+  return wait;
 }
 
 // Takes a place on the run slots of `store` into `slots` and waits for the command's slot as
@@ -157,9 +193,9 @@ std::optional<int> take_slot(store::Store& store, std::unique_ptr<store::RunSlot
                              util::InterruptSignals& signals, const GlobalOptions& global,
                              const HoldingRun& run, const std::vector<core::RunCap>& caps) {
   slots = store.run_slots(run.lease);
-  Slot slot = wait_for_slot(*slots, signals, global, run, caps);
-  if (slot.signal != 0) {
-    return 128 + slot.signal;
+  RunSlotWait slot = wait_for_slot(*slots, signals, global, run, caps);
+  if (slot.interrupted != 0) {
+    return 128 + slot.interrupted;
   }
   if (!slot.started) {
     return global.limited_exit_code;
@@ -169,7 +205,8 @@ std::optional<int> take_slot(store::Store& store, std::unique_ptr<store::RunSlot
   if (!run.until_exit && !run.request.limits.empty()) {
     // The rate's slot after the running slot: commands started in a burst once slots free
     // up would otherwise follow grants made long before.
-    Acquired acquired = acquire(store, signals, global, run.request,
+    StoreGate gate(store, run.request);
+    Acquired acquired = acquire(gate, signals, global, run.request,
                                 run.no_wait ? Asking::now_to_run : Asking::for_the_next, left);
     if (acquired.signal != 0 || !acquired.decision.allowed) {
       slots->finish();

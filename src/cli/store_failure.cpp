@@ -1,5 +1,6 @@
 #include "cli/store_failure.hpp"
 
+#include "util/key_text.hpp"
 #include "util/standard_streams.hpp"
 
 #include <fmt/format.h>
@@ -54,6 +55,39 @@ bool fail_open(const GlobalOptions& global, const store::StoreError& error) {
                                  one_line(error.what()),
                                  mode == OnStoreError::allow ? "allow" : "local"));
   return true;
+}
+
+std::unique_ptr<store::Store>
+open_store_or_fall_back(const GlobalOptions& global, std::string& failure,
+                        const std::function<void(store::Store&)>& first_use) {
+  std::unique_ptr<store::Store> store;
+  try {
+    store = open_store(global);
+    if (first_use) {
+      first_use(*store);
+    }
+    return store;
+  } catch (const store::StoreError& error) {
+    store.reset();
+    if (falls_back_locally(global, error)) {
+      store = fall_back_locally(global, error);
+      if (first_use) {
+        first_use(*store);
+      }
+      return store;
+    }
+    if (!fail_open(global, error)) {
+      throw;
+    }
+    failure = error.what();
+  }
+  return store;
+}
+
+std::string pause_unchecked_warning(std::string_view key, std::string_view error) {
+  return fmt::format("ratelimit: warning: cannot check {} for a pause: {}; going ahead in the "
+                     "slot the store granted\n",
+                     util::printable_key(key), one_line(std::string(error)));
 }
 
 } // namespace ratelimit::cli

@@ -3,6 +3,7 @@
 #include "cli/global_options.hpp"
 #include "store/store.hpp"
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -35,5 +36,18 @@ std::unique_ptr<store::Store> fall_back_locally(const GlobalOptions& global,
 // an outage, prints one warning line on stderr and returns true (go on without the store);
 // otherwise returns false (fail, status 3).
 bool fail_open(const GlobalOptions& global, const store::StoreError& error);
+
+// Opens the store `global` names for a decision command, and gives it to `first_use`, when
+// given, for what the command reads before deciding. When that fails: under local, for an
+// outage, the local database instead (`fall_back_locally`); under allow, nothing, with the
+// error in `failure` and a warning (`fail_open`); otherwise the StoreError propagates.
+std::unique_ptr<store::Store>
+open_store_or_fall_back(const GlobalOptions& global, std::string& failure,
+                        const std::function<void(store::Store&)>& first_use = {});
+
+// The warning for a waiter whose slot goes ahead unchecked because the store could not say,
+// as it woke, whether a pause had begun (`error`, on one line): a slot the store granted is
+// never lost to a store that fails after granting.
+std::string pause_unchecked_warning(std::string_view key, std::string_view error);
 
 } // namespace ratelimit::cli

@@ -37,31 +37,35 @@ RunAdmission admit_under(std::span<const RunHolder> holders, const RunCap& cap, 
     }
   }
   if (running + cost > cap.count) {
-    return {Admission::on_exit, 0, 0};
+    return {Admission::on_exit, 0, 0, 0};
   }
   std::int64_t held = running;
   for (const auto& release : releases) {
     held += release.second;
   }
   if (held + cost <= cap.count) {
-    return {Admission::now, now, 0};
+    return {Admission::now, now, 0, 0};
   }
   // The slot [s, release) is half-open: from its release time on, it is free.
   std::sort(releases.begin(), releases.end());
   for (const auto& [release, weight] : releases) {
     held -= weight;
     if (held + cost <= cap.count) {
-      return {Admission::at, release, 0};
+      return {Admission::at, release, 0, 0};
     }
   }
-  return {Admission::at, releases.back().first, 0}; // unreachable: running + cost fits
+  return {Admission::at, releases.back().first, 0, 0}; // unreachable: running + cost fits
 }
 
 } // namespace
 
 RunAdmission admit_run(std::span<const RunHolder> holders, std::span<const RunCap> caps,
-                       std::int64_t cost, Nanos now) {
-  RunAdmission result{Admission::now, now, 0};
+                       std::int64_t cost, Nanos now, Nanos paused_until) {
+  if (paused_until > now) {
+    // The caps are asked again at the pause's end: holders may come and go until then.
+    return {Admission::at, paused_until, 0, paused_until};
+  }
+  RunAdmission result{Admission::now, now, 0, 0};
   for (std::size_t i = 0; i < caps.size(); ++i) {
     RunAdmission under = admit_under(holders, caps[i], cost, now);
     under.binding = i;

@@ -44,13 +44,17 @@ struct RunAdmission {
   Nanos at = 0;
   // The cap that decided, an index into the caps (for a refusal's message).
   std::size_t binding = 0;
+  // The end of the key's pause, when the pause decided (`at` is then its end); else 0.
+  Nanos paused_until = 0;
 };
 
-// Whether a command of `cost` may start at `now` among `holders` under every cap of `caps`.
-// Pure. Holders whose slots are released by `now` count for nothing; a cost above a cap's
-// count is never admitted (`on_exit` for ever: callers check costs first).
+// Whether a command of `cost` may start at `now` among `holders` under every cap of `caps`,
+// on a key paused until `paused_until` (0: not paused). Pure. A pause running at `now`
+// admits nothing before its end, as for every other grant on the key; holders whose slots
+// are released by `now` count for nothing; a cost above a cap's count is never admitted
+// (`on_exit` for ever: callers check costs first).
 RunAdmission admit_run(std::span<const RunHolder> holders, std::span<const RunCap> caps,
-                       std::int64_t cost, Nanos now);
+                       std::int64_t cost, Nanos now, Nanos paused_until = 0);
 
 // Whether `holder` holds nothing at `now` under any cap whose hold is at most `longest_hold`:
 // it may be forgotten.

@@ -1,5 +1,9 @@
 #include "store/redis_keys.hpp"
 
+#include "util/key_text.hpp"
+
+#include <fmt/format.h>
+
 namespace ratelimit::store {
 
 std::string redis_key(std::string_view prefix, std::string_view key) {
@@ -16,6 +20,16 @@ std::string redis_key(std::string_view prefix, std::string_view key) {
   }
   name += '}';
   return name;
+}
+
+std::optional<std::string> redis_prefix_problem(std::string_view prefix) {
+  if (prefix.find_first_of("{}") == std::string_view::npos) {
+    return std::nullopt;
+  }
+  return fmt::format("invalid Redis key prefix {} (--redis-prefix, $RATELIMIT_REDIS_PREFIX): "
+                     "expected one without {{ or }}, e.g. app: (Redis Cluster places the names "
+                     "of a key by the braces around the key)",
+                     util::printable_key(prefix));
 }
 
 namespace {
@@ -36,7 +50,9 @@ std::vector<std::string> redis_keys_of(std::string_view prefix, std::string_view
 std::vector<std::string> redis_legacy_log_keys(std::string_view prefix, std::string_view key,
                                                std::int64_t period) {
   std::string base = redis_key(prefix, key);
-  std::string suffix = ":" + std::to_string(period);
+  // Appended, not `":" + ...`: GCC 12 warns of a false overlap in that operator+.
+  std::string suffix = ":";
+  suffix += std::to_string(period);
   return {base + ":t" + suffix, base + ":c" + suffix};
 }
 

@@ -15,6 +15,11 @@ namespace ratelimit::store {
 // end the tag early, and the escape keeps names one-to-one with keys.
 std::string redis_key(std::string_view prefix, std::string_view key);
 
+// Why `prefix` cannot name keys (one line), or nothing when it can. A prefix takes no `{` or
+// `}`: Redis Cluster places a name by the first `{...}` in it, which must be the key's own,
+// else the names of one key land on several nodes (CROSSSLOT) or every key on one.
+std::optional<std::string> redis_prefix_problem(std::string_view prefix);
+
 // The hash of `key`'s counters, `PREFIX{KEY}:n`: apart from the state, which it outlives.
 std::string redis_counters_key(std::string_view prefix, std::string_view key);
 

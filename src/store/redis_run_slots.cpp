@@ -62,6 +62,8 @@ RedisReply RedisRunSlots::call(std::vector<std::string> arguments) {
 StartAnswer RedisRunSlots::join(std::string_view key, std::int64_t cost, core::Nanos hold,
                                 std::span<const core::RunCap> caps) {
   m_names = names_of(m_prefix, key);
+  // The key's state, for its pause.
+  m_names.push_back(redis_key(m_prefix, key));
   m_cost = cost;
   m_hold = hold;
   m_ticket = 0;
@@ -85,7 +87,7 @@ StartAnswer RedisRunSlots::attempt(std::span<const core::RunCap> caps) {
     arguments.push_back(std::to_string(micros_up(cap.hold)));
   }
   RedisReply reply = call(std::move(arguments));
-  if (reply.size() != 9) {
+  if (reply.size() != 10) {
     m_connection.fail("unexpected reply of the run slots' script");
   }
   StartAnswer answer;
@@ -101,6 +103,7 @@ StartAnswer RedisRunSlots::attempt(std::span<const core::RunCap> caps) {
   m_now = answer.now;
   m_ticket = element(reply, 6);
   m_next_expiry = element(reply, 8) * k_micro;
+  answer.admission.paused_until = element(reply, 9) * k_micro;
   if (answer.started) {
     wake(element(reply, 7));
   }

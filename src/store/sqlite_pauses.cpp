@@ -43,18 +43,23 @@ PauseStanding SqliteStore::pause(std::string_view key, core::Nanos duration) {
 }
 
 PauseStanding SqliteStore::pause_of(std::string_view key) {
-  // One statement reads one snapshot: no transaction, no lock.
-  Statement& select =
-      prepared(m_select_pause, "SELECT clock, paused_until FROM keys WHERE name = ?1");
-  select.bind_blob(1, key);
-  PauseStanding standing{now(), 0};
-  if (select.step()) {
-    standing.now = std::max(standing.now, select.column_int(0));
-    core::Nanos until = select.column_int(1);
-    standing.paused_until = until > standing.now ? until : 0;
-  }
-  select.reset();
-  return standing;
+  // Under the writers' lock, with the clock read inside it, as `pause` reads its own: a
+  // pause is in force from the instant it says it begins. Read outside the lock, a waiter
+  // whose slot fell between a pause's reading of the clock and its commit would go ahead
+  // inside the pause.
+  return transaction([&] {
+    Statement& select =
+        prepared(m_select_pause, "SELECT clock, paused_until FROM keys WHERE name = ?1");
+    select.bind_blob(1, key);
+    PauseStanding standing{now(), 0};
+    if (select.step()) {
+      standing.now = std::max(standing.now, select.column_int(0));
+      core::Nanos until = select.column_int(1);
+      standing.paused_until = until > standing.now ? until : 0;
+    }
+    select.reset();
+    return standing;
+  });
 }
 
 } // namespace ratelimit::store

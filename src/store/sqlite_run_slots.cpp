@@ -194,8 +194,9 @@ StartAnswer SqliteRunSlots::attempt(std::span<const core::RunCap> caps) {
     }
     return answer;
   }
-  answer.admission = core::admit_run(holders, caps, m_cost, answer.now);
-  if (answer.admission.admission != core::Admission::now && !running.empty()) {
+  answer.admission = core::admit_run(holders, caps, m_cost, answer.now, paused_until(answer.now));
+  if (answer.admission.admission != core::Admission::now && answer.admission.paused_until == 0 &&
+      !running.empty()) {
     // Only when it matters: a dead holder's slot is freed, and the caps asked again.
     holders.clear();
     bool buried = false;
@@ -235,6 +236,14 @@ StartAnswer SqliteRunSlots::attempt(std::span<const core::RunCap> caps) {
         .run();
   }
   return answer;
+}
+
+core::Nanos SqliteRunSlots::paused_until(core::Nanos time) {
+  // The key's row, which decisions and `pause` write, in the same transaction.
+  Statement select(m_database.handle(), "SELECT paused_until FROM keys WHERE name = ?1");
+  select.bind_blob(1, m_key);
+  core::Nanos until = select.step() ? select.column_int(0) : 0;
+  return until > time ? until : 0;
 }
 
 int SqliteRunSlots::wait_for_change(core::Nanos timeout, util::InterruptSignals& signals) {

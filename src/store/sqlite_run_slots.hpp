@@ -60,6 +60,8 @@ private:
   // Writes this command's row, waiting or `started`.
   void insert(core::Nanos now, std::optional<core::Nanos> started);
   StartAnswer attempt(std::span<const core::RunCap> caps);
+  // The end of the key's pause running at `time`, or 0.
+  core::Nanos paused_until(core::Nanos time);
   // Forgets a dead command: a waiter's row, or a holder's as ended at `now`.
   void bury(const Row& row, core::Nanos now);
   bool alive(const Row& row) const;

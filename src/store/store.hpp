@@ -123,8 +123,10 @@ public:
   // pause, which a longer one already running keeps.
   virtual PauseStanding pause(std::string_view key, core::Nanos duration) = 0;
 
-  // The pause of `key` now, without changing anything: one read, for a waiter that wakes to
-  // check that no pause began while it slept.
+  // The pause of `key` now, without changing anything, for a waiter that wakes to check that
+  // no pause began while it slept: serialised with `pause`, so that a pause is in force for
+  // every waiter from the instant it says it begins (`now` is read after any pause that
+  // began before it has committed).
   virtual PauseStanding pause_of(std::string_view key) = 0;
 
   // Forgets keys whose state is a fresh key's; returns their names. Also forgets the counters

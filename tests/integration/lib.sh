@@ -267,6 +267,24 @@ wait_for_file() {
   done
 }
 
+# start_api LOG ARGUMENTS...: tests/integration/stand_in_api.py on loopback, with ARGUMENTS
+# (see its --help), logging to LOG, stopping itself after 120 s; sets API_PORT and API_PID.
+# stop_api stops it.
+start_api() {
+  local log=$1
+  shift
+  rm -f port
+  /usr/bin/python3 "$SUITE_DIR/stand_in_api.py" --port-file port --log "$log" --lifetime 120 "$@" &
+  API_PID=$!
+  wait_for_file port
+  API_PORT=$(cat port)
+}
+
+stop_api() {
+  kill "$API_PID" 2>/dev/null
+  wait "$API_PID" 2>/dev/null
+}
+
 # Waits (up to 20 s, polling) until COUNT commands started in the background have each
 # touched its `started.N` in the current directory.
 wait_for_started() {

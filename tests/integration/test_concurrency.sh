@@ -80,8 +80,11 @@ test_no_wait_refuses_at_once_when_every_slot_is_held() {
   expect_true "run once free" test -e ran
 }
 
+# The store's wait wakes at --timeout: the loop's arithmetic is unit-tested on a virtual
+# clock (test_cli_acquisition).
 test_timeout_bounds_the_wait_for_a_slot() {
-  rl run k -j 1 -- sleep 5 &
+  "$RATELIMIT" run k -j 1 -- sleep 30 &
+  local holder=$!
   sleep 0.4
   local started ended
   started=$(now_ms)
@@ -91,8 +94,9 @@ test_timeout_bounds_the_wait_for_a_slot() {
   expect_true "gave up after about 0.5 s: $((ended - started)) ms" \
     test $((ended - started)) -ge 400 -a $((ended - started)) -lt 4000
   expect_true "not run" test ! -e ran
+  kill -TERM $holder
+  wait $holder
   # A known release beyond the timeout is refused at once.
-  wait
   rl run u -r 1/30s --until-exit -- true
   started=$(now_ms)
   expect_status 1 rl run u -r 1/30s --until-exit -t 5s -- touch ran
@@ -242,20 +246,6 @@ test_status_shows_the_holders_and_reset_frees_them() {
 
 # --- a strict API ---------------------------------------------------------------------------
 
-# Starts tests/integration/stand_in_api.py (5 per second by arrival) on loopback; sets
-# API_PORT and API_PID.
-start_api() {
-  /usr/bin/python3 "$SUITE_DIR/stand_in_api.py" --port-file port --log arrivals --limit 5 \
-    --period 1 --lifetime 120 &
-  API_PID=$!
-  wait_for_file port
-  API_PORT=$(cat port)
-}
-
-stop_api() {
-  kill "$API_PID" 2>/dev/null
-  wait "$API_PID" 2>/dev/null
-}
 
 # 40 curls through xargs -P 8, each delayed before it connects by 0 or 0.3 s (a start, a
 # lookup, a handshake that vary); prints how many were answered 429.
@@ -273,7 +263,7 @@ SH
 
 test_a_strict_api_never_answers_429_with_until_exit() {
   command -v curl >/dev/null || { skip "no curl"; return 0; }
-  start_api
+  start_api arrivals --limit 5 --period 1 # 5 per second by arrival
   local refused
   refused=$(curl_forty --until-exit)
   stop_api
@@ -284,7 +274,7 @@ test_a_strict_api_never_answers_429_with_until_exit() {
 
 test_a_strict_api_answers_429_to_grants_a_period_apart() {
   command -v curl >/dev/null || { skip "no curl"; return 0; }
-  start_api
+  start_api arrivals --limit 5 --period 1 # 5 per second by arrival
   local refused
   refused=$(curl_forty -a sliding-log)
   stop_api

@@ -58,59 +58,32 @@ test_a_pause_holds_wait_and_run_of_other_processes_on_every_algorithm() {
   done <wait-done
 }
 
-# A waiter asleep until its slot when the pause begins checks the key when it wakes: it
-# goes after the pause, not at its slot.
-test_a_waiter_asleep_before_the_pause_goes_after_it() {
-  local algorithm started
-  # Every waiter's slot 8 to 10 s away, fixed windows included: ten sanitized processes on
-  # a busy machine take seconds to start, and a waiter must still be asleep when the pause
-  # begins.
-  ensure_window_margin 10 9
-  started=$(now_ms)
-  for algorithm in $ALGORITHMS; do
-    rl try "asleep-$algorithm" -a "$algorithm" -r 1/10s
-    (
-      out=$(rl --json wait "asleep-$algorithm" -a "$algorithm" -r 1/10s)
-      echo "$algorithm $(($(now_ms) - started)) $(json_field "$out" waited_ms)" >>"wait-done"
-    ) &
-  done
-  for algorithm in $ALGORITHMS; do
-    # Asleep in its reservation: the next slot is past the waiter's.
-    wait_for_reservation "asleep-$algorithm" 10500 || return
-  done
-  local paused_at
-  paused_at=$(($(now_ms) - started))
-  # Longer than any waiter's slot is away.
-  for algorithm in $ALGORITHMS; do
-    rl pause "asleep-$algorithm" 12s
-  done
-  wait
-  expect_eq 5 "$(wc -l <wait-done)" "waiters granted"
-  local name elapsed waited
-  while read -r name elapsed waited; do
-    expect_true "$name: granted at $elapsed ms, before the pause of 12 s from $paused_at ms ended" \
-      test "$elapsed" -ge $((paused_at + 12000))
-    expect_true "$name: waited_ms $waited counts the whole sleep" test "$waited" -ge 11900
-  done <wait-done
-}
+# A waiter asleep until its slot when a pause begins goes after the pause (wait, run, pipe):
+# shown on a virtual clock by the unit tests of the acquisition loop (test_cli_acquisition),
+# and the stores' check under the lock by test_store_sqlite_pauses.
 
-# The same for `pipe`: a record asleep until its slot when the pause begins goes after it.
-test_a_pipe_record_asleep_before_the_pause_goes_after_it() {
-  local started paused_at
-  started=$(now_ms)
-  # The first record at once, the second 6 s later: asleep when the pause begins.
-  printf 'first\nsecond\n' | rl pipe p -r 1/6s | while read -r record; do
-    echo "$record $(($(now_ms) - started))"
-  done >records &
-  wait_for_reservation p 6500 || return
-  paused_at=$(($(now_ms) - started))
-  rl pause p 8s
+# run -j and --until-exit hold their command while the key is paused, as plain run does:
+# a --backoff-on or a `ratelimit pause` stops them too.
+test_run_j_and_until_exit_start_nothing_during_a_pause() {
+  expect_status 0 rl run held -j 2 -- true
+  expect_status 0 rl --json pause held 2s
+  local until
+  until=$(json_field "$OUT" paused_until_ms)
+  expect_status 1 rl run held -j 2 --no-wait -- true
+  expect_one_line
+  expect_contains "$ERR" 'ratelimit: "held" paused until '
+  local form
+  for form in "-j 2" "--until-exit -r 5/s" "-j 2 --until-exit -r 5/s" "-j 2 -r 5/s"; do
+    # shellcheck disable=SC2086 # the form is words
+    (rl run held $form -- sh -c "echo \$(date +%s%3N) $form >>started") &
+  done
   wait
-  expect_eq "first second" "$(cut -d' ' -f1 records | tr '\n' ' ' | sed 's/ $//')" "records"
-  local elapsed
-  elapsed=$(sed -n 's/^second //p' records)
-  expect_true "the second record passed at ${elapsed:-?} ms, before the pause of 8 s from $paused_at ms ended" \
-    test "${elapsed:-0}" -ge $((paused_at + 8000))
+  expect_eq 4 "$(wc -l <started)" "commands run"
+  local at rest
+  while read -r at rest; do
+    expect_true "run $rest started at $at ms, before the pause's end at $until ms" \
+      test "$at" -ge "$until"
+  done <started
 }
 
 test_a_pause_never_shortens_and_reset_ends_it() {

@@ -119,6 +119,47 @@ ratelimit:{plain}:n' "$(rcli --scan | sort)" "key names"
   expect_eq hash "$(rcli type 'app:{my key}:n')" "counters type"
 }
 
+# A prefix with a hash tag would place a key's names on several Cluster nodes (CROSSSLOT),
+# or every key on one: refused on every server, so that what works on one works on a
+# cluster.
+test_a_prefix_with_braces_is_refused() {
+  local prefix
+  for prefix in 'app{}:' 'a{x}:' 'a}b:'; do
+    expect_status 2 rl --redis-prefix "$prefix" try k -r 1/s
+    expect_one_line
+    expect_contains "$ERR" "invalid Redis key prefix \"$prefix\" (--redis-prefix, \$RATELIMIT_REDIS_PREFIX): expected one without { or }, e.g. app:"
+  done
+  RATELIMIT_REDIS_PREFIX='app{}:' expect_status 2 rl wait k -r 1/s
+  expect_status 125 rl --redis-prefix 'a{x}:' run k -r 1/s -- true
+  expect_eq "" "$(rcli --scan)" "names written"
+}
+
+# A waiter that Redis granted keeps its slot when Redis cannot be reached as it wakes to
+# check for a pause: wait exits 0 and run runs its command, each with one warning; the slot
+# stays counted on the server, so nothing is admitted twice.
+test_a_granted_waiter_goes_ahead_when_redis_stops_answering_as_it_wakes() {
+  expect_status 0 rl try k -r 1/2s
+  (rl --store-timeout 0.3s wait k -r 1/2s 2>wait.err; echo $? >wait.status) &
+  local waiter=$!
+  wait_for_reservation k 1500 || return
+  (rl --store-timeout 0.3s run k -r 1/2s -- touch ran 2>run.err; echo $? >run.status) &
+  local runner=$!
+  wait_for_reservation k 3500 || return
+  # Asleep, and closed their connections: they connect again on waking, and get no answer.
+  kill -STOP "$REDIS_PID"
+  wait "$waiter" "$runner"
+  kill -CONT "$REDIS_PID"
+  expect_eq 0 "$(cat wait.status)" "wait's status"
+  expect_eq 0 "$(cat run.status)" "run's status"
+  expect_true "run ran its command" test -e ran
+  local file
+  for file in wait.err run.err; do
+    expect_eq 1 "$(wc -l <$file)" "lines in $file"
+    expect_contains "$(cat $file)" 'ratelimit: warning: cannot check "k" for a pause: redis 127.0.0.1:'
+    expect_contains "$(cat $file)" "; going ahead in the slot the store granted"
+  done
+}
+
 test_counters_expire_a_month_after_the_last_decision() {
   expect_status 0 rl try k -r 1/1s -a token-bucket
   local ttl

@@ -145,6 +145,42 @@ test_redis_decides_while_it_works() {
   expect_contains "$ERR" "$WARNING"
 }
 
+# The bound the man page states: while Redis is out of reach, one host admits up to twice
+# the limit in a period (N hosts, N + 1 times): its database's limit, and the waiters Redis
+# granted before the outage, which go ahead at their slots when they wake.
+test_one_host_admits_up_to_twice_the_limit_with_the_waiters_redis_granted() {
+  start_own_redis || return
+  local store=(--store "$OWN_STORE" --db local.db --on-store-error=local --store-timeout 0.3s)
+  local limit=(k -a sliding-log -r 3/4s) i pids=()
+  for i in 1 2 3; do
+    expect_status 0 rl "${store[@]}" try "${limit[@]}"
+  done
+  # Three waiters hold Redis's next three slots, 4 s from now.
+  for i in 1 2 3; do
+    ("$RATELIMIT" "${store[@]}" wait "${limit[@]}" 2>>waiters.err && now_ms >>admitted) &
+    pids+=($!)
+  done
+  local tries=0
+  until [ "$(json_field "$("$RATELIMIT" --store "$OWN_STORE" --json status k)" remaining)" = 0 ] &&
+    [ "$(redis-cli -p "$OWN_PORT" ZCARD 'ratelimit:{k}:t')" -ge 6 ] || [ $tries -ge 100 ]; do
+    sleep 0.05
+    tries=$((tries + 1))
+  done
+  stop_own_redis
+  # This host goes on alone: the limit again, from its local database, in the same period.
+  for i in 1 2 3 4; do
+    "$RATELIMIT" "${store[@]}" -q try "${limit[@]}" 2>/dev/null && now_ms >>admitted
+  done
+  wait "${pids[@]}"
+  expect_eq 6 "$(wc -l <admitted)" "admitted while Redis was out of reach, twice the limit of 3"
+  local span
+  span=$(($(sort -n admitted | tail -n 1) - $(sort -n admitted | head -n 1)))
+  expect_true "the six within one period of 4 s: $span ms" test "$span" -lt 4000
+  expect_eq 3 "$(grep -c 'going ahead in the slot the store granted' waiters.err)" "waiters' warnings"
+  expect_true "the man page states the bound" \
+    grep -q 'N hosts admit up to (N + 1) times the limit in a period' "$SUITE_DIR/../../man/ratelimit.1"
+}
+
 test_pipe_switches_to_the_local_database_mid_stream() {
   start_own_redis || return
   # The local key has two grants of three left.

@@ -1,6 +1,6 @@
 #include "cli/store_failure.hpp"
 
-#include "cli/pipe_gate.hpp"
+#include "cli/gate.hpp"
 #include "store/sqlite_store.hpp"
 #include "temporary_database.hpp"
 

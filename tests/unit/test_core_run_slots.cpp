@@ -264,3 +264,14 @@ TEST_CASE("core::admit_run property: the checks catch an over-admission") {
   CHECK(check_windows(runs, {1, 1 * k_s}) != "");
   CHECK(check_instants(runs, {1, 0}) == "");
 }
+
+TEST_CASE("core::admit_run: a pause admits nothing before its end, then the caps decide") {
+  std::vector<RunCap> caps{{2, 0}};
+  RunAdmission paused = admit_run({}, caps, 1, 100 * k_ms, 500 * k_ms);
+  CHECK(paused.admission == Admission::at);
+  CHECK(paused.at == 500 * k_ms);
+  CHECK(paused.paused_until == 500 * k_ms);
+  RunAdmission ended = admit_run({}, caps, 1, 500 * k_ms, 500 * k_ms);
+  CHECK(ended.admission == Admission::now);
+  CHECK(ended.paused_until == 0);
+}

@@ -66,3 +66,23 @@ TEST_CASE("store::RedisRunSlots frees the slot of a holder whose lease ran out")
   ::usleep(1'200'000); // a never renews: dead
   CHECK(b->try_start(caps).started);
 }
+
+TEST_CASE("store::RedisRunSlots start nothing while the key is paused, as every other grant") {
+  RATELIMIT_REDIS_SERVER(server);
+  store::RedisStore store(server->location(), "rs-pause:", k_second);
+  std::vector<core::RunCap> caps{{2, 0}};
+  store::PauseStanding pause = store.pause("k", 30 * k_second);
+  auto a = store.run_slots(30 * k_second);
+  store::StartAnswer answer = a->join("k", 1, 0, caps);
+  CHECK_FALSE(answer.started);
+  CHECK(answer.admission.admission == core::Admission::at);
+  // The script's clock is in microseconds.
+  CHECK(answer.admission.at / 1000 == pause.paused_until / 1000);
+  CHECK(answer.admission.paused_until == answer.admission.at);
+  CHECK_FALSE(a->try_start(caps).started);
+  a->leave();
+  std::string keys[] = {"k"};
+  store.reset(keys, false);
+  CHECK(a->join("k", 1, 0, caps).started);
+  a->finish();
+}

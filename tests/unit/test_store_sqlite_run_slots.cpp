@@ -158,3 +158,24 @@ TEST_CASE("store::SqliteStore::collect_garbage forgets the commands that hold no
   db->collect_garbage();
   CHECK(rows() == 0);
 }
+
+TEST_CASE("store::SqliteRunSlots start nothing while the key is paused, as every other grant") {
+  ScratchStore db;
+  std::vector<core::RunCap> caps{{2, 0}};
+  store::PauseStanding pause = db->pause("k", 3 * k_s);
+  auto a = db->run_slots(0);
+  store::StartAnswer answer = a->join("k", 1, 0, caps);
+  CHECK_FALSE(answer.started);
+  CHECK(answer.admission.admission == core::Admission::at);
+  CHECK(answer.admission.at == pause.paused_until);
+  CHECK(answer.admission.paused_until == pause.paused_until);
+  db.now = pause.paused_until - 1;
+  CHECK_FALSE(a->try_start(caps).started);
+  db.now = pause.paused_until;
+  CHECK(a->try_start(caps).started);
+  // A pause that begins while the command runs holds the next one, not the running one.
+  db->pause("k", 2 * k_s);
+  auto b = db->run_slots(0);
+  CHECK_FALSE(b->join("k", 1, 0, caps).started);
+  a->finish();
+}

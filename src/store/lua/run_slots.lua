@@ -4,6 +4,8 @@
 --          ended host" ('-' for none); field '#next' counts the tickets (arrival order).
 -- KEYS[2]: sorted set of the live commands' lease expiries, by ticket.
 -- KEYS[3]: sorted set of the waiters, by ticket.
+-- KEYS[4]: the hash of the key's state, whose field paused_until (the end of a pause) holds
+--          every start until then, as it holds every other grant on the key.
 -- ARGV[1]: the operation: join, attempt, finish, leave, renew, entries.
 -- ARGV[2]: now, for tests only; empty: the server's TIME. The operation's arguments follow.
 local rows, leases, queue = KEYS[1], KEYS[2], KEYS[3]
@@ -189,9 +191,19 @@ end
 redis.call('ZADD', leases, number(now + lease), number(ticket))
 keep(math.ceil(math.max(lease, longest) / k_micros_per_milli) + k_run_slots_linger_ms)
 
+-- The reply of join and attempt: started, behind, kind (0 now, 1 at a time, 2 once a
+-- running holder exits), at, binding cap, now, ticket, the head to wake, the next lease
+-- expiry of another command, the end of the pause that held the start (0: none).
 local first = head()
 if first ~= ticket then
-  return {0, 1, 0, 0, 0, now, ticket, 0, next_expiry(ticket)}
+  return {0, 1, 0, 0, 0, now, ticket, 0, next_expiry(ticket), 0}
+end
+local paused_until = 0
+if redis.call('TYPE', KEYS[4]).ok == 'hash' then
+  paused_until = tonumber(redis.call('HGET', KEYS[4], 'paused_until') or '0') or 0
+end
+if paused_until > now then
+  return {0, 0, 1, paused_until, 0, now, ticket, 0, next_expiry(ticket), paused_until}
 end
 local holders = {}
 local all = redis.call('HGETALL', rows)
@@ -217,10 +229,10 @@ for i, cap in ipairs(caps) do
   end
 end
 if kind ~= 0 then
-  return {0, 0, kind, at, binding, now, ticket, 0, next_expiry(ticket)}
+  return {0, 0, kind, at, binding, now, ticket, 0, next_expiry(ticket), 0}
 end
 local row = parse(redis.call('HGET', rows, number(ticket)))
 row.started = now
 redis.call('HSET', rows, number(ticket), format(row))
 redis.call('ZREM', queue, number(ticket))
-return {1, 0, 0, now, 0, now, ticket, head(), 0}
+return {1, 0, 0, now, 0, now, ticket, head(), 0, 0}

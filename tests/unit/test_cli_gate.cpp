@@ -1,4 +1,4 @@
-#include "cli/pipe_gate.hpp"
+#include "cli/gate.hpp"
 
 #include <doctest/doctest.h>
 

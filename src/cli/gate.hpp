@@ -7,14 +7,17 @@
 
 #include <functional>
 #include <optional>
+#include <string>
+#include <string_view>
 
 namespace ratelimit::cli {
 
-// Where `pipe` takes a slot for each record: a key in the store, shared with every other
-// process, or a limiter of its own in memory when no key is given.
-class PipeGate {
+// Where `wait`, `run` and `pipe` take their slots (see acquire_slot): a key in the store,
+// shared with every other process, or a limiter of this process's own in memory (`pipe`
+// without a key; `--on-store-error=allow` once the store failed).
+class Gate {
 public:
-  virtual ~PipeGate() = default;
+  virtual ~Gate() = default;
 
   // Decides `request` with the gate's clock (`request.now` is ignored).
   virtual core::Decision decide(core::Request request) = 0;
@@ -24,15 +27,20 @@ public:
 
   // Whether reservations outlive this process, so that one cut short must be given back.
   virtual bool shared() const = 0;
-  // Whether a pause of the key runs now: asked once by a record that slept until its slot.
+  // Whether a pause of the key runs now: asked once by a waiter that slept until its slot,
+  // serialised with `pause` (Store::pause_of). Throws store::StoreError when the store
+  // cannot tell.
   virtual bool paused() = 0;
   // Before a sleep of at least store::k_long_sleep: see Store::close_while_sleeping.
   virtual void close_while_sleeping() {}
+  // The store error the gate decides without its store for (--on-store-error=allow), or
+  // empty while a store decides.
+  virtual std::string_view failure() const { return {}; }
 };
 
 // A limiter in this process: the same decisions as a store's key, on a state that lives as
 // long as the process.
-class LocalGate final : public PipeGate {
+class LocalGate final : public Gate {
 public:
   // `clock` gives the time in nanoseconds since the epoch.
   LocalGate(const LimitedRequest& request, std::function<core::Nanos()> clock);
@@ -50,7 +58,7 @@ private:
 };
 
 // The key `request.key` of `store`; every call is one transaction, nothing is held between.
-class StoreGate final : public PipeGate {
+class StoreGate final : public Gate {
 public:
   StoreGate(store::Store& store, const LimitedRequest& request);
 
@@ -72,10 +80,13 @@ private:
 // the stream: shared with this host's processes only. After a store error under allow (one
 // warning), or from the start when `store` is null because it could not be opened, a limiter
 // of this process's own: the records keep the limit's pace here, as `pipe` without a key,
-// but no longer share it. Otherwise a store error throws.
-class FailOpenGate final : public PipeGate {
+// but no longer share it. Otherwise a store error throws. `paused` fails as the gate's store
+// fails: what a failed check means is the caller's to say (see acquire_slot).
+class FailOpenGate final : public Gate {
 public:
-  FailOpenGate(store::Store* store, const LimitedRequest& request, const GlobalOptions& global);
+  // `store` null: it could not be opened, with the error `failure` (under allow).
+  FailOpenGate(store::Store* store, const LimitedRequest& request, const GlobalOptions& global,
+               std::string failure = {});
 
   core::Decision decide(core::Request request) override;
   void give_back(const core::Grant& grant) override;
@@ -83,11 +94,13 @@ public:
   bool paused() override;
   void close_while_sleeping() override;
 
+  std::string_view failure() const override { return m_failure; }
+
 private:
   // Leaves the store for the local database (under local, for an outage) or for a limiter
   // in memory (under allow); throws `error` again otherwise.
   void fall_back(const store::StoreError& error);
-  void fall_back_to_memory();
+  void fall_back_to_memory(std::string failure);
 
   std::optional<StoreGate> m_store_gate;
   const LimitedRequest& m_request;
@@ -99,6 +112,7 @@ private:
   // grant of a store left since stays taken there.
   int m_fallbacks = 0;
   int m_fallbacks_at_decision = 0;
+  std::string m_failure;
 };
 
 // Whether `n` requests of cost `c` granted at one instant leave a key exactly as one request

@@ -1,4 +1,4 @@
-#include "cli/pipe_gate.hpp"
+#include "cli/gate.hpp"
 
 #include "cli/store_failure.hpp"
 #include "util/clock.hpp"
@@ -38,18 +38,19 @@ bool StoreGate::paused() {
 }
 
 FailOpenGate::FailOpenGate(store::Store* store, const LimitedRequest& request,
-                           const GlobalOptions& global)
+                           const GlobalOptions& global, std::string failure)
     : m_request(request), m_global(global) {
   if (store != nullptr) {
     m_store_gate.emplace(*store, request);
   } else {
-    fall_back_to_memory();
+    fall_back_to_memory(std::move(failure));
   }
 }
 
-void FailOpenGate::fall_back_to_memory() {
+void FailOpenGate::fall_back_to_memory(std::string failure) {
   m_store_gate.reset();
   m_memory.emplace(m_request, util::realtime_nanos);
+  m_failure = std::move(failure);
   ++m_fallbacks;
 }
 
@@ -65,7 +66,7 @@ void FailOpenGate::fall_back(const store::StoreError& error) {
   if (!fail_open(m_global, error)) {
     throw;
   }
-  fall_back_to_memory();
+  fall_back_to_memory(error.what());
 }
 
 core::Decision FailOpenGate::decide(core::Request request) {
@@ -96,20 +97,12 @@ void FailOpenGate::give_back(const core::Grant& grant) {
   }
 }
 
-// A store that fails to tell is taken to say no, as when a waiter of `wait` wakes: the slot
-// it granted stands. Its next decision falls back, under allow or local.
+// A decision of a store left since (or of memory) stands: nobody else can pause it.
 bool FailOpenGate::paused() {
   if (!m_store_gate || m_fallbacks_at_decision != m_fallbacks) {
     return false;
   }
-  try {
-    return m_store_gate->paused();
-  } catch (const store::StoreError& error) {
-    if (!falls_back_locally(m_global, error) && !fail_open(m_global, error)) {
-      throw;
-    }
-  }
-  return false;
+  return m_store_gate->paused();
 }
 
 void FailOpenGate::close_while_sleeping() {

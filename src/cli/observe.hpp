@@ -1,0 +1,50 @@
+#pragma once
+
+#include "cli/global_options.hpp"
+#include "core/answer_pause.hpp"
+#include "core/server_answer.hpp"
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace ratelimit::cli {
+
+// The longest pause an answer may impose unless --max-pause says otherwise: as long as the
+// longest backoff pause (--backoff-max), so that a key is never stopped for longer than
+// ratelimit would stop it on its own without the user's word.
+inline constexpr const char* k_default_max_pause = "5min";
+
+// Parses --max-pause (default k_default_max_pause), above 0; throws UsageError.
+core::Nanos parse_max_pause(const std::optional<std::string>& text);
+
+// The largest response head read: a head is a few kilobytes; a larger file is something else.
+inline constexpr std::size_t k_max_head_bytes = 1 << 20;
+
+// A response head as read from a file.
+struct HeadFile {
+  std::string text;
+  // When the answer arrived, in nanoseconds since the epoch: the file's last modification
+  // (curl writes the head as it arrives), at most `now`; `now` for standard input or
+  // anything but a regular file.
+  core::Nanos arrived = 0;
+};
+
+// Reads what a response head file holds, at most k_max_head_bytes; `-` is standard input.
+// Throws UsageError (naming `path`) when it cannot be read or is larger.
+HeadFile read_head_file(const std::string& path, core::Nanos now);
+
+// Where an observation happens: `observe`, whose store failures fail it (status 3, as
+// `pause`), or `run --observe` after its command ran, where a store failure is a warning and
+// the command's status stands.
+enum class ObserveAfter { nothing, command };
+
+// Applies `answer` to `key`: the pause it asks (core::answer_pause from the clock's now,
+// capped at `max_pause`, with a warning on stderr unless -q when the cap shortens it) on the
+// store `global` names. Under --json prints one object: the key, what the answer said
+// (status, retry_after, standings, policies, notes) and the pause. Returns the pause.
+core::AnswerPause observe_answer(const GlobalOptions& global, std::string_view key,
+                                 const core::ServerAnswer& answer, core::Nanos max_pause,
+                                 ObserveAfter after);
+
+} // namespace ratelimit::cli

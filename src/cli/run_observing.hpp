@@ -1,0 +1,54 @@
+#pragma once
+
+#include "cli/cli11_fwd.hpp"
+#include "cli/global_options.hpp"
+#include "util/signals.hpp"
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ratelimit::cli {
+
+// run --observe, as typed.
+struct ObserveRunOptions {
+  bool observe = false;
+  std::optional<std::string> max_pause;
+};
+
+// Adds --observe and --max-pause to `run`.
+void add_observe_run_options(CLI::App& run, ObserveRunOptions& options);
+
+// Checks --observe and --max-pause against the rest of the command line (`holding`: -j or
+// --until-exit; `backing_off`: --backoff-on), which they do not combine with; returns the
+// --max-pause. Throws UsageError.
+core::Nanos check_observe_run_options(const ObserveRunOptions& options, bool holding,
+                                      bool backing_off);
+
+// Where the response head of `command` is to be read, and how it gets there: the file
+// `curl --dump-header` names when the user gave one, else a private file of ours that a
+// curl command is told of by `--dump-header` added to its arguments, and any command finds
+// in $RATELIMIT_HEADERS.
+struct HeadPlan {
+  std::vector<std::string> command; // as it is to run
+  std::string path;                 // where the head will be, empty when nowhere readable
+  bool ours = false;                // the file is ours: removed after
+  std::string problem;              // why nothing can be observed, when `path` is empty
+};
+
+// The plan for `command` with `private_path` as our file: the command's words with
+// `--dump-header private_path` after a curl command's name (curl, or a path ending in
+// /curl), unless it has -D/--dump-header of its own (as its own word, or at the end of a
+// cluster of curl's short flags, `-sSD`, value attached or next): then that file is read and
+// left, and standard output (-D -) cannot be read.
+HeadPlan plan_head(std::vector<std::string> command, const std::string& private_path);
+
+// Runs `command` (the slot is granted; `signals` restored for it) as a child with a private
+// file (0600) for its response head, named in $RATELIMIT_HEADERS, and `--dump-header` added
+// when it is curl; after it exits, observes the head for `key` as `ratelimit observe` does
+// (a store failure is then a warning), removes the file, and returns the command's status.
+int run_observed(const std::vector<std::string>& command, const GlobalOptions& global,
+                 std::string_view key, core::Nanos max_pause, util::InterruptSignals& signals);
+
+} // namespace ratelimit::cli
