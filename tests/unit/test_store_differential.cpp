@@ -700,6 +700,9 @@ public:
     std::int64_t ticket = 0;
   };
 
+  // The key's pause, as `pause` set it.
+  core::Nanos paused_until = 0;
+
   Answer attempt(std::int64_t ticket, std::int64_t cost, core::Nanos hold, core::Nanos lease,
                  const std::vector<core::RunCap>& caps, core::Nanos now) {
     expire_dead(now);
@@ -715,6 +718,11 @@ public:
     answer.ticket = ticket;
     if (*m_queue.begin() != ticket) {
       answer.behind = true;
+      return answer;
+    }
+    if (paused_until > now) {
+      // The caps are asked again at the pause's end: no holder is looked at before.
+      answer.admission = core::admit_run({}, caps, cost, now, paused_until);
       return answer;
     }
     core::Nanos longest = 0;
@@ -798,7 +806,8 @@ private:
 
 } // namespace
 
-TEST_CASE("differential: run_slots.lua admits as core::admit_run, on an explicit clock") {
+TEST_CASE("differential: run_slots.lua admits as core::admit_run, on an explicit clock, paused "
+          "or not") {
   RATELIMIT_REDIS_SERVER(server);
   Settings settings = Settings::from_environment();
   core::Nanos clock = 0;
@@ -807,6 +816,7 @@ TEST_CASE("differential: run_slots.lua admits as core::admit_run, on an explicit
   constexpr core::Nanos k_ms = core::k_nanos_per_milli;
   auto micros_up = [](core::Nanos d) { return core::ceil_div(d, k_micro); };
   std::uint64_t attempts = 0, started = 0, behind = 0, at = 0, on_exit = 0, dead = 0, steps = 0;
+  std::uint64_t pauses = 0, held_by_pause = 0;
   std::uint64_t completed = 0;
   std::uint64_t runs = for_each_seed(settings, [&](std::uint64_t seed) {
     std::mt19937_64 random(seed);
@@ -840,6 +850,7 @@ TEST_CASE("differential: run_slots.lua admits as core::admit_run, on an explicit
       if (same && !answer.started && !answer.behind) {
         same = answer.admission.admission == expected.admission.admission &&
                answer.admission.binding == expected.admission.binding &&
+               answer.admission.paused_until == expected.admission.paused_until * k_micro &&
                (answer.admission.admission != core::Admission::at ||
                 answer.admission.at == expected.admission.at * k_micro);
       }
@@ -861,6 +872,7 @@ TEST_CASE("differential: run_slots.lua admits as core::admit_run, on an explicit
       started += answer.started;
       behind += answer.behind;
       at += !answer.started && !answer.behind && answer.admission.admission == core::Admission::at;
+      held_by_pause += answer.admission.paused_until != 0;
       on_exit += !answer.started && !answer.behind &&
                  answer.admission.admission == core::Admission::on_exit;
       return true;
@@ -935,7 +947,12 @@ TEST_CASE("differential: run_slots.lua admits as core::admit_run, on an explicit
         Command& command = live[static_cast<std::size_t>(uniform(0, live.size() - 1))];
         command.slots->renew();
         model.renew(command.ticket, micros_up(command.lease), now);
-      } else if (op >= 90 && !live.empty() && uniform(0, 3) == 0) {
+      } else if (op >= 90 && op < 94) {
+        // A pause of the key (`ratelimit pause`, a server's answer): no start before its end.
+        store::PauseStanding standing = store.pause(key, uniform(0, 800) * k_ms + uniform(0, 999));
+        model.paused_until = standing.paused_until / k_micro;
+        ++pauses;
+      } else if (op >= 94 && !live.empty() && uniform(0, 2) == 0) {
         // A command that dies: it renews no more, and nobody hears from it again.
         live.erase(live.begin() + static_cast<std::ptrdiff_t>(uniform(0, live.size() - 1)));
         ++dead;
@@ -946,9 +963,9 @@ TEST_CASE("differential: run_slots.lua admits as core::admit_run, on an explicit
     return true;
   });
   MESSAGE(fmt::format("run slots, seeds {} to {}: {} runs, {} steps, {} attempts: {} started, {} "
-                      "behind a waiter, {} to start at a release, {} on a holder's exit; {} "
-                      "commands died",
+                      "behind a waiter, {} to start at a release or a pause's end ({} held by "
+                      "one of {} pauses), {} on a holder's exit; {} commands died",
                       settings.first_seed, settings.first_seed + runs - 1, completed, steps,
-                      attempts, started, behind, at, on_exit, dead));
+                      attempts, started, behind, at, held_by_pause, pauses, on_exit, dead));
   CHECK(completed == runs);
 }
