@@ -26,9 +26,11 @@ inline constexpr Algorithm k_all_algorithms[] = {
 // a time, in the store's unit, or an amount of cost. An unused slot holds 0.
 enum class SlotKind { time, cost };
 
-// One algorithm, described once: what decisions, both stores, simulate, the CLI and the
-// documentation tests need to know of it besides its rules. A sixth algorithm is one more
-// entry here and its Rules (core/rules.hpp).
+// One algorithm, described once: what decisions, both stores (the Redis script through
+// the prelude generated from this table), simulate, the CLI and the documentation tests
+// need to know of it besides its rules. docs/ARCHITECTURE.md lists what a sixth algorithm
+// takes: an entry here, its Rules (core/rules.hpp) and their Lua mirror, its tests and
+// documentation.
 struct AlgorithmInfo {
   Algorithm algorithm;
   // The name users type and the documentation uses: `token-bucket`, `sliding-log`, ...
