@@ -200,17 +200,31 @@ private:
   // Whether the core in microseconds still models the Redis script after `decision`: the
   // core's bounds (k_max_time) and rescale's saturation are in nanoseconds, the script's
   // the same durations in microseconds; a key whose times reach past them (debts of decades,
-  // carried between rates far apart) is beyond the model, and the run ends there. Always
-  // true for the SQLite store.
-  bool within_model(const core::Decision& decision) {
+  // carried between rates far apart), or near enough to the latest time that a grant of
+  // `cost` under `limits` could, is beyond the model, and the run ends there. Always true
+  // for the SQLite store.
+  bool within_model(const core::Decision& decision, std::span<const core::Limit> limits = {},
+                    std::int64_t cost = 0) {
     if (!m_micros) {
       return true;
     }
-    const core::Nanos latest = core::k_max_time / k_micro;
+    core::Nanos reach = 0;
+    for (const core::Limit& limit : limits) {
+      reach = std::max(reach, limit.rate.period + cost * limit.rate.emission_interval());
+    }
+    if (m_mirror.stored) {
+      for (const auto* list : {&m_mirror.stored->limits, &m_mirror.stored->remembered}) {
+        for (const core::LimitState& s : *list) {
+          reach = std::max(reach, s.limit.rate.period + cost * s.limit.rate.emission_interval());
+        }
+      }
+    }
+    const core::Nanos latest = core::k_max_time / k_micro - reach;
     const core::Nanos longest = core::k_rescale_saturation / k_micro;
     auto time = [&](core::Nanos t) { return t >= core::k_min_time / k_micro && t <= latest; };
     auto duration = [&](core::Nanos d) { return d > -longest && d < longest; };
-    bool within = time(decision.now) && time(decision.grant.at) && time(decision.paused_until) &&
+    bool within = time(decision.now) && time(decision.now + decision.wait) &&
+                  time(decision.grant.at) && time(decision.paused_until) &&
                   duration(decision.wait) && duration(decision.reset_after);
     for (const core::LimitReport& limit : decision.limits) {
       within = within && duration(limit.reset_after) && duration(limit.retry_after);
@@ -276,7 +290,7 @@ private:
     core::Algorithm before = stored_before ? m_mirror.stored->algorithm : step.algorithm;
     core::KeyOutcome expected =
         m_mirror.decide({step.algorithm, step.chosen, core_limits, core_request});
-    if (!within_model(expected.decision)) {
+    if (!within_model(expected.decision, core_limits, core_request.cost)) {
       return true;
     }
     std::optional<core::Decision> actual;
