@@ -37,7 +37,8 @@
 --             pause (core::pause), created with it alone when missing: whatever of KEYS
 --             expires before the pause ends is kept until then.
 --   pause_of  -> {'ok', now, paused_until (0: none runs)}, reading only KEYS[1]
--- A key's pause is the field paused_until of its hash, which no other operation writes.
+-- A key's pause is the field paused_until of its hash, which only `pause` writes (and a
+-- decision that writes again a key it forgot as fresh, with the pause it kept).
 -- Every stored value expires when its state is a fresh key's again, so nothing needs gc.
 
 -- Writes what a call left to write (core::KeyWrite). A key forgotten and written again is
