@@ -342,6 +342,8 @@ private:
                        time_for_core(m_now));
     m_store.give_back(m_key, granted.algorithm, granted.limits, granted.store);
     ++counts.given_back;
+    // Limits carried to those of the grant may reach as far as a decision's.
+    within_model(core::Decision{});
   }
 
   bool pause(const Step& step, Counts& counts) {
@@ -481,7 +483,8 @@ namespace {
 // expire between them. Before each call a probe reads the server's time and the time left
 // to the key's hash; the call's own time, in its answer, then tells whether the key was
 // still there. A call too close to the expiry to tell ends the run (the sleeps keep clear
-// of it, so only a stalled machine gets there).
+// of it, so only a stalled machine gets there); so does a conflict, whose answer has no
+// time, when the key became fresh between the probe and the clock read after it.
 class RealClockCheck {
 public:
   RealClockCheck(store::RedisStore& store, store::RedisConnection& probe)
@@ -494,7 +497,7 @@ public:
     std::uint64_t denied = 0;
     std::uint64_t expired = 0;   // calls that found the key expired, the core finding it fresh
     std::uint64_t kept = 0;      // calls that found it, the core finding it in use
-    std::uint64_t too_close = 0; // runs ended at a call too close to the expiry to tell
+    std::uint64_t too_close = 0; // runs ended at a call too close to tell (see run)
     std::uint64_t pauses = 0;
     std::uint64_t statuses = 0;
     std::uint64_t conflicts = 0;
@@ -542,7 +545,10 @@ public:
         limit.rate.period = core::ceil_div(limit.rate.period, k_micro);
       }
       int op = static_cast<int>(uniform(0, 99));
-      core::Nanos at = 0; // the call's time, from its answer
+      // The call's time, from its answer; an answer without one (a conflict, no key) came
+      // between the probe and a reading of the clock after it.
+      core::Nanos at = 0;
+      core::Nanos earliest = 0;
       std::string answer;
       std::optional<core::Decision> decided;
       std::optional<store::PauseStanding> paused;
@@ -554,30 +560,33 @@ public:
       if (op < 80) {
         try {
           decided = m_store.decide(key, algorithm, true, limits, request);
-          at = decided->now;
+          at = earliest = decided->now;
         } catch (const store::KeyConflict&) {
           conflict = true;
+          earliest = time;
           at = m_store.now();
         }
       } else if (op < 90) {
         paused = m_store.pause(key, duration);
-        at = paused->now;
+        at = earliest = paused->now;
       } else {
         status = m_store.status(keys);
+        earliest = status->empty() ? time : status->front().standing.now;
         at = status->empty() ? m_store.now() : status->front().standing.now;
       }
       // Was the key there at the call? Expiry happens at `time + left`, to the millisecond.
       bool there = left >= 0;
-      if (there && at >= time + left + 2 * k_ms) {
+      if (there && earliest >= time + left + 2 * k_ms) {
         there = false;
       } else if (there && at > time + left - 2 * k_ms) {
         ++counts.too_close;
         return true;
       }
       core::Nanos core_at = core::floor_div(at, k_micro);
+      core::Nanos core_earliest = core::floor_div(earliest, k_micro);
       if (mirror.stored && !there) {
         // Expired: never before the core finds the key fresh.
-        if (!mirror.fresh(core_at)) {
+        if (!mirror.fresh(core_earliest)) {
           FAIL_CHECK(fmt::format("seed {} step {}: the key expired at {} while the core holds it "
                                  "in use",
                                  seed, step + 1, at));
@@ -587,7 +596,7 @@ public:
         ++counts.expired;
       } else if (mirror.stored && there) {
         // Still there: not a few milliseconds after the core finds it fresh.
-        if (mirror.fresh(core_at - 3 * core::k_nanos_per_milli / k_micro)) {
+        if (mirror.fresh(core_earliest - 3 * core::k_nanos_per_milli / k_micro)) {
           FAIL_CHECK(fmt::format("seed {} step {}: the key was still there at {}, though fresh "
                                  "since before {}",
                                  seed, step + 1, at, at - 3 * k_ms));
@@ -601,14 +610,29 @@ public:
       }
       // The core, at the call's time.
       std::string difference;
-      if (op < 80) {
+      if (op < 80 && conflict) {
+        // Refused whenever in [earliest, at] the core would have refused; too close to tell
+        // when it would have at one end only.
+        MemoryKey at_earliest = mirror;
+        request.now = core_earliest;
+        bool refused_earliest =
+            at_earliest.decide({algorithm, true, core_limits, request}).conflict.has_value();
+        request.now = core_at;
+        if (mirror.decide({algorithm, true, core_limits, request}).conflict.has_value() !=
+            refused_earliest) {
+          ++counts.too_close;
+          return true;
+        }
+        ++counts.conflicts;
+        if (!refused_earliest) {
+          difference = "a conflict on the store's side only";
+        }
+      } else if (op < 80) {
         request.now = core_at;
         core::KeyOutcome expected = mirror.decide({algorithm, true, core_limits, request});
-        if (expected.conflict || conflict) {
+        if (expected.conflict) {
           ++counts.conflicts;
-          if (!expected.conflict || !conflict) {
-            difference = "a conflict on one side only";
-          }
+          difference = "a conflict on the core's side only";
         } else {
           core::Decision wanted = in_nanos(expected.decision);
           difference = first_difference(wanted, *decided);
@@ -687,8 +711,8 @@ TEST_CASE("differential: the Redis store on its own clock, its values expiring f
   MESSAGE(
       fmt::format("redis store on its own clock, seeds {} to {}: {} runs, {} steps: {} granted, "
                   "{} denied, {} conflicts, {} pauses, {} statuses; {} calls found the key "
-                  "expired, {} found it still there; {} runs ended too close to an expiry "
-                  "to tell",
+                  "expired, {} found it still there; {} runs ended at a call too close to "
+                  "an expiry, or to the key's becoming fresh, to tell",
                   settings.first_seed, settings.first_seed + runs - 1, counts.runs, counts.steps,
                   counts.granted, counts.denied, counts.conflicts, counts.pauses, counts.statuses,
                   counts.expired, counts.kept, counts.too_close));
