@@ -16,9 +16,18 @@
 
 namespace ratelimit::cli {
 
+namespace {
+
+// The headings under which --help lists the global options that are not about the output.
+constexpr const char* k_store_group = "Store options";
+constexpr const char* k_tls_group = "Redis TLS options";
+
+} // namespace
+
 void add_global_options(CLI::App& app, GlobalOptions& options) {
   app.add_option("--db", options.db, "SQLite database shared by all invocations")
       ->option_text("PATH")
+      ->group(k_store_group)
       ->check(CLI::Validator(
           [](const std::string& value) {
             return value.empty() ? "an empty path names no file" : std::string();
@@ -33,6 +42,7 @@ void add_global_options(CLI::App& app, GlobalOptions& options) {
                  "counting slots Redis granted before); "
                  "default [store] on_error, else deny")
       ->option_text("deny|allow|local")
+      ->group(k_store_group)
       ->check(CLI::Validator(
           [](const std::string& value) {
             return value == "deny" || value == "allow" || value == "local"
@@ -48,42 +58,48 @@ void add_global_options(CLI::App& app, GlobalOptions& options) {
   app.add_option("--lock-timeout", options.lock_timeout,
                  "Longest wait for the database lock before failing with status 3 "
                  "(default 10s)")
-      ->option_text("DURATION");
+      ->option_text("DURATION")
+      ->group(k_store_group);
   app.add_option("--config", options.config,
                  "Configuration file of named limits and the store (default "
                  "$RATELIMIT_CONFIG, else ~/.config/ratelimit/limits.toml and "
                  "/etc/ratelimit/limits.toml)")
       ->option_text("FILE");
   app.add_option("--store", options.store,
-                 "Where keys live: redis[s]://[[user]:password@]host[:port][/db], "
-                 "redis-sentinel://[[user]:password@]host[:port][,host[:port]...]/master[/db], "
-                 "unix://[[user]:password@]/path[?db=N] or sqlite:PATH "
-                 "(default $RATELIMIT_STORE, else the SQLite database)")
-      ->option_text("URL");
+                 "Where keys live: a redis://, rediss://, redis-sentinel://, unix:// or sqlite: "
+                 "URL, in a form listed below (default $RATELIMIT_STORE, else the SQLite "
+                 "database)")
+      ->option_text("URL")
+      ->group(k_store_group);
   if (const char* prefix = std::getenv("RATELIMIT_REDIS_PREFIX"); prefix && *prefix) {
     options.redis_prefix = prefix;
   }
   app.add_option("--redis-prefix", options.redis_prefix,
                  "Prefix of the Redis key names (default $RATELIMIT_REDIS_PREFIX, else "
                  "ratelimit:)")
-      ->option_text("PREFIX");
+      ->option_text("PREFIX")
+      ->group(k_store_group);
   app.add_option("--store-timeout", options.store_timeout,
                  "Longest wait to connect to Redis and for each reply before failing with "
                  "status 3 (default [store] timeout, else 1s)")
-      ->option_text("DURATION");
+      ->option_text("DURATION")
+      ->group(k_store_group);
   app.add_option("--store-ca", options.store_ca,
                  "CA certificate (PEM) that the rediss:// server's certificate must verify "
                  "against, instead of the system's (default $RATELIMIT_STORE_CA, else [store] "
                  "ca)")
-      ->option_text("FILE");
+      ->option_text("FILE")
+      ->group(k_tls_group);
   app.add_option("--store-cert", options.store_cert,
                  "Client certificate (PEM) for a rediss:// server that demands one (default "
                  "$RATELIMIT_STORE_CERT, else [store] cert)")
-      ->option_text("FILE");
+      ->option_text("FILE")
+      ->group(k_tls_group);
   app.add_option("--store-key", options.store_key,
                  "Private key (PEM) of --store-cert, if not in its file (default "
                  "$RATELIMIT_STORE_KEY, else [store] key)")
-      ->option_text("FILE");
+      ->option_text("FILE")
+      ->group(k_tls_group);
 }
 
 namespace {

@@ -29,7 +29,7 @@ int run_metrics(const MetricsOptions& options, const GlobalOptions& global) {
   std::vector<store::KeyStatus> statuses;
   std::vector<store::RunEntry> entries;
   if (store) {
-    counters = store->counters();
+    counters = store->counters({});
     statuses = store->status({});
     entries = store->run_entries({});
   }

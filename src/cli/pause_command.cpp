@@ -43,7 +43,8 @@ CommandRun setup_pause(CLI::App& app, const GlobalOptions& global) {
                   "seconds, as Retry-After gives them.\n"
                   "Example: ratelimit pause api 30s");
   // Checked by run_pause, whose message names both: CLI11's would name one alone.
-  CLI::Option* key = command->add_option("key", options->key, "The key to pause");
+  CLI::Option* key =
+      command->add_option("key", options->key, "The key to pause")->option_text("KEY");
   CLI::Option* duration =
       command->add_option("duration", options->duration, "How long: 30s, 1.5min, 30 (seconds)")
           ->option_text("DURATION");

@@ -15,9 +15,11 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <memory>
 #include <optional>
 #include <random>
@@ -42,7 +44,26 @@ struct RunOptions {
   std::optional<std::string> backoff_max; // default 5min
   std::optional<int> retries;             // default 0
   ObserveRunOptions observe;
+  // Words of COMMAND's arguments that name options of run's, such as `-r` (run k echo hi
+  // -r 5/s): named when KEY turns out to have no rate.
+  std::vector<std::string> options_after_command;
 };
+
+// Without -r, the limit named KEY (see apply_named_limit). When there is none and options of
+// run's came after COMMAND, where they went is part of the message.
+std::optional<std::string> named_limit(RunOptions& options, const GlobalOptions& global) {
+  try {
+    return apply_named_limit(options.limit, global);
+  } catch (const UsageError& error) {
+    if (options.options_after_command.empty()) {
+      throw;
+    }
+    throw UsageError(fmt::format("{}; {} came after COMMAND {} and went to it: give run's "
+                                 "options before COMMAND",
+                                 error.what(), fmt::join(options.options_after_command, ", "),
+                                 util::printable_key(options.command.front())));
+  }
+}
 
 // The message for a command that cannot be started; escaped as keys are: a command name
 // must not forge a line or reach the terminal raw.
@@ -173,7 +194,7 @@ int run_holding_slot(RunOptions options, const GlobalOptions& global) {
       options.until_exit || !options.limit.rates.empty() ||
       (!options.limit.key.empty() && configuration(global).limits.contains(options.limit.key));
   if (rates_needed) {
-    named_timeout = apply_named_limit(options.limit, global);
+    named_timeout = named_limit(options, global);
     if (options.until_exit) {
       // A named limit's algorithm and bursts do not apply: each rate is a count of runs.
       options.limit.algorithm = "sliding-log";
@@ -229,7 +250,7 @@ int run_run(RunOptions options, const GlobalOptions& global) {
     }
     return run_holding_slot(std::move(options), global);
   }
-  std::optional<std::string> named_timeout = apply_named_limit(options.limit, global);
+  std::optional<std::string> named_timeout = named_limit(options, global);
   if (!options.timeout) {
     options.timeout = named_timeout;
   }
@@ -275,6 +296,24 @@ int run_run(RunOptions options, const GlobalOptions& global) {
   return execute(options.command);
 }
 
+// --backoff-on's CODE: a status COMMAND exits with, which an HTTP status is not.
+CLI::Validator exit_status_validator() {
+  return CLI::Validator(
+      [](const std::string& value) {
+        int code = 0;
+        auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), code);
+        if (error == std::errc() && end == value.data() + value.size() && code >= 1 &&
+            code <= 255) {
+          return std::string();
+        }
+        return fmt::format("\"{}\" is not an exit status: CODE is a status COMMAND exits with, 1 "
+                           "to 255, not an HTTP status (curl -f exits 22 on an HTTP error, 429 "
+                           "included)",
+                           value.substr(0, 64));
+      },
+      "CODE");
+}
+
 } // namespace
 
 CommandRun setup_run(CLI::App& app, const GlobalOptions& global) {
@@ -296,13 +335,13 @@ CommandRun setup_run(CLI::App& app, const GlobalOptions& global) {
                     "Do not wait: run COMMAND only if a slot is free now, else exit 1");
   command
       ->add_option("--backoff-on", options->backoff_on,
-                   "When COMMAND exits with CODE, pause KEY for the backoff (repeatable); "
-                   "COMMAND then runs as a child")
+                   "When COMMAND exits with status CODE (curl -f exits 22 on an HTTP error), "
+                   "pause KEY for the backoff (repeatable); COMMAND then runs as a child")
       ->option_text("CODE")
       ->expected(1)
       ->allow_extra_args(false) // one CODE per option; `--` after it ends the options
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
-      ->check(CLI::Range(1, 255));
+      ->check(exit_status_validator());
   command
       ->add_option("--backoff", options->backoff,
                    "The first backoff pause (default 1s), doubled at each further such exit")
@@ -335,7 +374,22 @@ CommandRun setup_run(CLI::App& app, const GlobalOptions& global) {
                    "The command and its arguments: from the first word after KEY that is not "
                    "an option, or after --")
       ->option_text("[--] COMMAND [ARG...]");
-  return [options, &global] { return run_run(*options, global); };
+  return [options, command, &app, &global] {
+    // Looked for only among COMMAND's arguments: its name may be anything.
+    for (std::size_t i = 1; i < options->command.size(); ++i) {
+      const std::string& word = options->command[i];
+      if (word.size() < 2 || word[0] != '-' || word == "--") {
+        continue;
+      }
+      std::string name =
+          word.starts_with("--") ? word.substr(0, word.find('=')) : word.substr(0, 2);
+      if (command->get_option_no_throw(name) != nullptr ||
+          app.get_option_no_throw(name) != nullptr) {
+        options->options_after_command.push_back(name);
+      }
+    }
+    return run_run(*options, global);
+  };
 }
 
 } // namespace ratelimit::cli

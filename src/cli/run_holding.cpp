@@ -187,6 +187,17 @@ RunSlotWait wait_for_slot(store::RunSlots& slots, util::InterruptSignals& signal
   return wait;
 }
 
+// Adds what the slots decided to the key's counters. A store that fails now changes nothing of
+// it: the count is lost, with a warning.
+void count_on_slots(store::Store& store, const HoldingRun& run, bool granted, core::Nanos waited) {
+  try {
+    store.add_to_counters(run.request.key, granted, waited);
+  } catch (const store::StoreError& error) {
+    util::write_stderr(
+        fmt::format("ratelimit: warning: cannot count the request: {}\n", error.what()));
+  }
+}
+
 // Takes a place on the run slots of `store` into `slots` and waits for the command's slot as
 // `run_holding` does. Returns the status to end with, or nothing when the command may start.
 std::optional<int> take_slot(store::Store& store, std::unique_ptr<store::RunSlots>& slots,
@@ -198,6 +209,8 @@ std::optional<int> take_slot(store::Store& store, std::unique_ptr<store::RunSlot
     return 128 + slot.interrupted;
   }
   if (!slot.started) {
+    // Refused a slot: limited, as a refusal by a rate is.
+    count_on_slots(store, run, false, 0);
     return global.limited_exit_code;
   }
   core::Nanos left =
@@ -213,6 +226,8 @@ std::optional<int> take_slot(store::Store& store, std::unique_ptr<store::RunSlot
       return acquired.signal != 0 ? 128 + acquired.signal : global.limited_exit_code;
     }
   } else {
+    // Granted by the slots alone: no decision of a rate counts it.
+    count_on_slots(store, run, true, slot.slept ? slot.waited : 0);
     report_start(global, run, caps, slot.waited);
   }
   return std::nullopt;

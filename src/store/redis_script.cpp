@@ -101,14 +101,8 @@ core::Decision RedisScript::decide(std::string_view key, core::Algorithm algorit
                                      chosen ? "1" : "0"};
   add_limits(arguments, limits);
   RedisReply reply = m_connection.run_script(keys_of(key), arguments);
-  std::string status = status_of(reply);
+  std::string status = checked_status(key, reply);
   ReplyReader read(reply);
-  if (status == "clock") {
-    clock_beyond_range();
-  }
-  if (status == "damaged") {
-    damaged(key);
-  }
   if (status == "conflict") {
     auto stored = core::parse_algorithm(read.text());
     throw KeyConflict(key_conflict_message(key, stored ? *stored : algorithm, algorithm));
@@ -162,29 +156,15 @@ void RedisScript::give_back(std::string_view key, core::Algorithm algorithm,
   for (std::size_t i = 0; i < limits.size(); ++i) {
     arguments.push_back(std::to_string(i < grant.markers.size() ? grant.markers[i] : 0));
   }
-  RedisReply reply = m_connection.run_script(keys_of(key), arguments);
-  std::string status = status_of(reply);
-  if (status == "clock") {
-    clock_beyond_range();
-  }
-  if (status == "damaged") {
-    damaged(key);
-  }
+  checked_status(key, m_connection.run_script(keys_of(key), arguments));
 }
 
 std::optional<KeyStatus> RedisScript::inspect(std::string_view key,
                                               std::optional<core::Nanos> now) {
   std::string arguments[] = {"inspect", now_argument(now)};
   RedisReply reply = m_connection.run_script(keys_of(key), arguments);
-  std::string reply_status = status_of(reply);
-  if (reply_status == "none") {
+  if (checked_status(key, reply) == "none") {
     return std::nullopt;
-  }
-  if (reply_status == "clock") {
-    clock_beyond_range();
-  }
-  if (reply_status == "damaged") {
-    damaged(key);
   }
   ReplyReader read(reply);
   KeyStatus status;
@@ -249,7 +229,12 @@ PauseStanding RedisScript::pause_of(std::string_view key, std::optional<core::Na
   return pause_reply(key, reply);
 }
 
-PauseStanding RedisScript::pause_reply(std::string_view key, const RedisReply& reply) const {
+void RedisScript::add_to_counters(std::string_view key, bool granted, std::int64_t waited) {
+  std::string arguments[] = {"count", "", granted ? "1" : "0", std::to_string(waited)};
+  checked_status(key, m_connection.run_script(keys_of(key), arguments));
+}
+
+std::string RedisScript::checked_status(std::string_view key, const RedisReply& reply) const {
   std::string status = status_of(reply);
   if (status == "clock") {
     clock_beyond_range();
@@ -257,6 +242,11 @@ PauseStanding RedisScript::pause_reply(std::string_view key, const RedisReply& r
   if (status == "damaged") {
     damaged(key);
   }
+  return status;
+}
+
+PauseStanding RedisScript::pause_reply(std::string_view key, const RedisReply& reply) const {
+  checked_status(key, reply);
   ReplyReader read(reply);
   PauseStanding standing;
   standing.now = read.integer();

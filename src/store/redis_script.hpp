@@ -41,8 +41,14 @@ public:
                       std::optional<core::Nanos> now = std::nullopt);
   PauseStanding pause_of(std::string_view key, std::optional<core::Nanos> now = std::nullopt);
 
+  // As Store::add_to_counters: `waited` in microseconds.
+  void add_to_counters(std::string_view key, bool granted, std::int64_t waited);
+
 private:
   PauseStanding pause_reply(std::string_view key, const RedisReply& reply) const;
+  // The reply's status (`ok`, `none`, `conflict`...); throws for `clock` and for `damaged`
+  // state of `key`.
+  std::string checked_status(std::string_view key, const RedisReply& reply) const;
 
   // Throws the StoreError for a key whose values the script cannot read (of another type,
   // set by hand, say): decide, give_back and inspect refuse it, naming `key`.

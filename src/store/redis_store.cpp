@@ -126,6 +126,30 @@ void sort_found(std::vector<FoundKey>& found) {
               found.end());
 }
 
+// The keys to read: `keys`, each through `connection`, which follows redirections to the
+// master of its slot; when `keys` is empty, every key that `key_of` finds among the names that
+// `scan` lists, on the server it was found on.
+template <typename Scan, typename KeyOf>
+std::vector<FoundKey> keys_to_read(std::span<const std::string> keys, RedisConnection& connection,
+                                   Scan scan, KeyOf key_of) {
+  std::vector<FoundKey> found;
+  if (!keys.empty()) {
+    for (const std::string& key : keys) {
+      found.push_back({key, &connection});
+    }
+    return found;
+  }
+  for (const auto& node : scan()) {
+    for (const std::string& name : node.names) {
+      if (std::optional<std::string> key = key_of(name)) {
+        found.push_back({std::move(*key), node.connection});
+      }
+    }
+  }
+  sort_found(found);
+  return found;
+}
+
 } // namespace
 
 std::vector<RedisStore::ScannedNames> RedisStore::scan() {
@@ -146,21 +170,9 @@ std::vector<RedisStore::ScannedNames> RedisStore::scan() {
 }
 
 std::vector<KeyStatus> RedisStore::status(std::span<const std::string> keys) {
-  std::vector<FoundKey> found;
-  if (keys.empty()) {
-    for (const ScannedNames& node : scan()) {
-      for (const std::string& name : node.names) {
-        if (auto key = key_of_redis_name(m_prefix, name)) {
-          found.push_back({std::move(*key), node.connection});
-        }
-      }
-    }
-    sort_found(found);
-  } else {
-    for (const std::string& key : keys) {
-      found.push_back({key, &m_connection});
-    }
-  }
+  std::vector<FoundKey> found = keys_to_read(
+      keys, m_connection, [this] { return scan(); },
+      [this](std::string_view name) { return key_of_redis_name(m_prefix, name); });
   std::vector<KeyStatus> result;
   for (const auto& [key, connection] : found) {
     std::optional<KeyStatus> status;
@@ -195,45 +207,57 @@ std::vector<KeyStatus> RedisStore::status(std::span<const std::string> keys) {
   return result;
 }
 
-std::vector<NamedCounters> RedisStore::counters() {
-  std::vector<FoundKey> found;
-  for (const ScannedNames& node : scan()) {
-    for (const std::string& name : node.names) {
-      if (auto key = key_of_redis_counters_name(m_prefix, name)) {
-        found.push_back({std::move(*key), node.connection});
-      }
+namespace {
+
+// The counters of `key` on `connection`, if it has any (they may have expired since a scan
+// found them).
+std::optional<KeyCounters> counters_on(RedisConnection& connection, std::string_view prefix,
+                                       const std::string& key) {
+  std::string call[] = {"HMGET", redis_counters_key(prefix, key), "granted", "limited",
+                        "waited_us"};
+  RedisReply reply = connection.command(call);
+  if (reply.size() != 3) {
+    connection.fail("HMGET: unexpected reply");
+  }
+  KeyCounters counters;
+  std::int64_t* fields[] = {&counters.granted, &counters.limited, &counters.waited_us};
+  bool gone = true;
+  for (std::size_t i = 0; i < 3; ++i) {
+    const redisReply& field = reply.at(i);
+    if (field.type == REDIS_REPLY_NIL) {
+      continue;
+    }
+    gone = false;
+    if (!reply_integer(field, *fields[i])) {
+      throw DamagedState(fmt::format("{}: the counters of key {} are damaged; forget them with "
+                                     "`ratelimit reset {}`",
+                                     connection.name(), util::printable_key(key),
+                                     util::shell_word_for_key(key)));
     }
   }
-  sort_found(found);
+  if (gone) { // expired, or not a hash of ours
+    return std::nullopt;
+  }
+  return counters;
+}
+
+} // namespace
+
+std::vector<NamedCounters> RedisStore::counters(std::span<const std::string> keys) {
+  std::vector<FoundKey> found = keys_to_read(
+      keys, m_connection, [this] { return scan(); },
+      [this](std::string_view name) { return key_of_redis_counters_name(m_prefix, name); });
   std::vector<NamedCounters> result;
   for (const auto& [key, connection] : found) {
-    std::string call[] = {"HMGET", redis_counters_key(m_prefix, key), "granted", "limited",
-                          "waited_us"};
-    RedisReply reply = connection->command(call);
-    if (reply.size() != 3) {
-      connection->fail("HMGET: unexpected reply");
-    }
-    KeyCounters counters;
-    std::int64_t* fields[] = {&counters.granted, &counters.limited, &counters.waited_us};
-    bool gone = true;
-    for (std::size_t i = 0; i < 3; ++i) {
-      const redisReply& field = reply.at(i);
-      if (field.type == REDIS_REPLY_NIL) {
-        continue;
-      }
-      gone = false;
-      if (!reply_integer(field, *fields[i])) {
-        throw DamagedState(fmt::format("{}: the counters of key {} are damaged; forget them with "
-                                       "`ratelimit reset {}`",
-                                       connection->name(), util::printable_key(key),
-                                       util::shell_word_for_key(key)));
-      }
-    }
-    if (!gone) { // expired since the scan, or not a hash of ours
-      result.push_back({key, counters});
+    if (auto counters = counters_on(*connection, m_prefix, key)) {
+      result.push_back({key, *counters});
     }
   }
   return result;
+}
+
+void RedisStore::add_to_counters(std::string_view key, bool granted, core::Nanos waited) {
+  m_script.add_to_counters(key, granted, waited / k_micro);
 }
 
 std::size_t RedisStore::reset(std::span<const std::string> keys, bool all) {

@@ -1,6 +1,7 @@
 // The per-key counters of a SqliteStore: the counters table, apart from the keys' state.
 #include "store/sqlite_store.hpp"
 
+#include <fmt/format.h>
 #include <limits>
 
 namespace ratelimit::store {
@@ -65,17 +66,38 @@ void SqliteStore::forget_stale_counters(core::Nanos now, std::int64_t limit) {
       .run();
 }
 
-std::vector<NamedCounters> SqliteStore::counters() {
+std::vector<NamedCounters> SqliteStore::counters(std::span<const std::string> keys) {
   return read_transaction([&] {
     std::vector<NamedCounters> result;
-    Statement all(m_database.handle(),
-                  "SELECT name, granted, limited, waited_us FROM counters ORDER BY name");
-    while (all.step()) {
-      result.push_back({std::string(all.column_blob(0)),
-                        {all.column_int(1), all.column_int(2), all.column_int(3)}});
+    auto read = [&](Statement& select) {
+      while (select.step()) {
+        result.push_back({std::string(select.column_blob(0)),
+                          {select.column_int(1), select.column_int(2), select.column_int(3)}});
+      }
+      select.reset();
+    };
+    constexpr const char* k_columns = "SELECT name, granted, limited, waited_us FROM counters";
+    if (keys.empty()) {
+      Statement all(m_database.handle(), fmt::format("{} ORDER BY name", k_columns));
+      read(all);
+    } else {
+      Statement one(m_database.handle(), fmt::format("{} WHERE name = ?1", k_columns));
+      for (const std::string& key : keys) {
+        one.bind_blob(1, key);
+        read(one);
+      }
     }
-    all.reset();
     return result;
+  });
+}
+
+void SqliteStore::add_to_counters(std::string_view key, bool granted, core::Nanos waited) {
+  transaction([&] {
+    core::Decision decision;
+    decision.allowed = granted;
+    decision.wait = granted ? waited : 0;
+    count(key, decision, now());
+    return 0;
   });
 }
 

@@ -45,7 +45,8 @@ public:
   void give_back(std::string_view key, core::Algorithm algorithm,
                  std::span<const core::Limit> limits, const core::Grant& grant) override;
   std::vector<KeyStatus> status(std::span<const std::string> keys) override;
-  std::vector<NamedCounters> counters() override;
+  std::vector<NamedCounters> counters(std::span<const std::string> keys) override;
+  void add_to_counters(std::string_view key, bool granted, core::Nanos waited) override;
   std::size_t reset(std::span<const std::string> keys, bool all) override;
   PauseStanding pause(std::string_view key, core::Nanos duration) override;
   PauseStanding pause_of(std::string_view key) override;

@@ -41,7 +41,13 @@ public:
   std::vector<store::KeyStatus> status(std::span<const std::string> keys) override {
     return m_store.status(keys);
   }
-  std::vector<store::NamedCounters> counters() override { return m_store.counters(); }
+  std::vector<store::NamedCounters> counters(std::span<const std::string> keys) override {
+    return m_store.counters(keys);
+  }
+  void add_to_counters(std::string_view key, bool granted, core::Nanos waited) override {
+    check();
+    m_store.add_to_counters(key, granted, waited);
+  }
   std::size_t reset(std::span<const std::string> keys, bool all) override {
     return m_store.reset(keys, all);
   }

@@ -88,7 +88,7 @@ TEST_CASE("store::RedisStore lists, counts and resets the keys of every master o
     CHECK(status[i].key == keys[i]);
     CHECK(status[i].counters.granted == 1);
   }
-  std::vector<store::NamedCounters> counters = store.counters();
+  std::vector<store::NamedCounters> counters = store.counters({});
   REQUIRE(counters.size() == keys.size());
   CHECK(counters.front().key == keys.front());
   CHECK(counters.back().counters.granted == 1);

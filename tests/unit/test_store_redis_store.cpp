@@ -253,7 +253,7 @@ TEST_CASE("store::RedisStore counts requests and waits in a hash of the key's ow
   REQUIRE(reserved.allowed);
   std::int64_t waited_us = reserved.wait / core::k_nanos_per_micro;
   CHECK(waited_us > 20'000'000);
-  std::vector<store::NamedCounters> counters = store.counters();
+  std::vector<store::NamedCounters> counters = store.counters({});
   REQUIRE(counters.size() == 1);
   CHECK(counters[0].key == "k");
   CHECK(counters[0].counters == store::KeyCounters{3, 1, waited_us});
@@ -268,13 +268,32 @@ TEST_CASE("store::RedisStore counts requests and waits in a hash of the key's ow
   std::string drop_state[] = {"DEL", "t10:{k}"};
   redis.connection.command(drop_state);
   CHECK(store.status(key).empty());
-  REQUIRE(store.counters().size() == 1);
+  REQUIRE(store.counters({}).size() == 1);
   REQUIRE(try_once(store, "k", core::Algorithm::token_bucket, {{{1, 60 * k_second}, 1}}).allowed);
-  CHECK(store.counters()[0].counters == store::KeyCounters{4, 1, waited_us});
+  CHECK(store.counters({})[0].counters == store::KeyCounters{4, 1, waited_us});
   // reset forgets them; a key with counters alone counts as one that existed.
   CHECK(store.reset(key, false) == 1);
-  CHECK(store.counters().empty());
+  CHECK(store.counters({}).empty());
   CHECK(redis.keys("t10:*").empty());
+}
+
+TEST_CASE("store::RedisStore adds requests decided outside decide, and lists the counters asked") {
+  RATELIMIT_REDIS_SERVER(server);
+  Inspector redis(server->location());
+  store::RedisStore store(server->location(), "t11:", k_second);
+  store.add_to_counters("jobs", true, 0);
+  store.add_to_counters("jobs", true, 2 * k_second);
+  store.add_to_counters("jobs", false, 5 * k_second); // a refusal waited for nothing
+  std::string asked[] = {"unknown", "jobs"};
+  std::vector<store::NamedCounters> counters = store.counters(asked);
+  REQUIRE(counters.size() == 1);
+  CHECK(counters[0].key == "jobs");
+  CHECK(counters[0].counters == store::KeyCounters{2, 1, 2'000'000});
+  CHECK(store.status(asked).empty());
+  CHECK(redis.pttl("t11:{jobs}:n") > 31LL * 24 * 3600 * 1000 - 60'000);
+  std::string damage[] = {"SET", "t11:{bad}:n", "x"};
+  redis.connection.command(damage);
+  CHECK_THROWS_AS(store.add_to_counters("bad", true, 0), store::DamagedState);
 }
 
 TEST_CASE("store::RedisStore: counters of another type are damaged state") {

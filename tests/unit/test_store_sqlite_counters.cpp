@@ -33,7 +33,7 @@ struct FakeClockStore {
   }
 
   std::optional<store::KeyCounters> counters_of(std::string_view key) {
-    for (const store::NamedCounters& named : store.counters()) {
+    for (const store::NamedCounters& named : store.counters({})) {
       if (named.key == key) {
         return named.counters;
       }
@@ -50,7 +50,7 @@ core::Limit per_minute(std::int64_t count) {
 
 TEST_CASE("store::SqliteStore counts granted and limited requests and the waits") {
   FakeClockStore fake;
-  CHECK(fake.store.counters().empty());
+  CHECK(fake.store.counters({}).empty());
   CHECK(fake.decide("api", per_minute(2)).allowed);
   CHECK(fake.decide("api", per_minute(2)).allowed);
   CHECK_FALSE(fake.decide("api", per_minute(2)).allowed);
@@ -89,7 +89,7 @@ TEST_CASE("store::SqliteStore: counters outlive the key's state, until reset") {
   CHECK(fake.store.reset(short_key, false) == 0);
   CHECK(fake.counters_of("other") == store::KeyCounters{1, 1, 0});
   CHECK(fake.store.reset({}, true) == 1);
-  CHECK(fake.store.counters().empty());
+  CHECK(fake.store.counters({}).empty());
 }
 
 TEST_CASE("store::SqliteStore forgets counters untouched for the retention") {
@@ -147,14 +147,14 @@ TEST_CASE("store::SqliteDatabase upgrades a version 2 database: empty counters")
   core::Nanos clock = k_start + k_second;
   store::SqliteStore store(database.path(), k_second, store::Creation::never,
                            [&clock] { return clock; });
-  CHECK(store.counters().empty());
+  CHECK(store.counters({}).empty());
   std::vector<std::string> keys{"kept"};
   std::vector<store::KeyStatus> status = store.status(keys);
   REQUIRE(status.size() == 1);
   CHECK(status[0].standing.remaining == 2);
   std::vector<core::Limit> limits{per_minute(3)};
   CHECK(store.decide("kept", core::Algorithm::token_bucket, true, limits, {}).allowed);
-  CHECK(store.counters().size() == 1);
+  CHECK(store.counters({}).size() == 1);
   REQUIRE(sqlite3_open(database.path().c_str(), &db) == SQLITE_OK);
   sqlite3_stmt* version = nullptr;
   sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &version, nullptr);
@@ -162,4 +162,20 @@ TEST_CASE("store::SqliteDatabase upgrades a version 2 database: empty counters")
   CHECK(sqlite3_column_int(version, 0) == store::k_schema_version);
   sqlite3_finalize(version);
   sqlite3_close(db);
+}
+
+TEST_CASE("store::SqliteStore adds requests decided outside decide, and lists the counters asked") {
+  FakeClockStore fake;
+  fake.store.add_to_counters("jobs", true, 0);
+  fake.store.add_to_counters("jobs", true, 2 * k_second);
+  fake.store.add_to_counters("jobs", false, 5 * k_second); // a refusal waited for nothing
+  CHECK(fake.counters_of("jobs") == store::KeyCounters{2, 1, 2'000'000});
+  CHECK(fake.store.status({}).empty());
+  CHECK(fake.decide("api", per_minute(2)).allowed);
+  std::string asked[] = {"unknown", "jobs", "api"};
+  std::vector<store::NamedCounters> counters = fake.store.counters(asked);
+  REQUIRE(counters.size() == 2);
+  CHECK(counters[0].key == "jobs");
+  CHECK(counters[1].key == "api");
+  CHECK(counters[1].counters == store::KeyCounters{1, 0, 0});
 }

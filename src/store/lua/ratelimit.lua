@@ -37,6 +37,9 @@
 --             pause (core::pause), created with it alone when missing: whatever of KEYS
 --             expires before the pause ends is kept until then.
 --   pause_of  -> {'ok', now, paused_until (0: none runs)}, reading only KEYS[1]
+--   count     ARGV[3] granted(0|1) ARGV[4] wait -> {'ok'}: a request decided outside decide
+--             (a command started on the run slots, or refused one) adds itself to the
+--             counters, as a decision does
 -- A key's pause is the field paused_until of its hash, which only `pause` writes (and a
 -- decision that writes again a key it forgot as fresh, with the pause it kept).
 -- Every stored value expires when its state is a fresh key's again, so nothing needs gc.
@@ -175,6 +178,14 @@ function operations.pause_of()
   local clock = math.max(now, tonumber(flat[1] or '0') or 0)
   local paused_until = tonumber(flat[2] or '0') or 0
   return {'ok', clock, paused_until > clock and paused_until or 0}
+end
+
+function operations.count()
+  if not counters_intact() then
+    return damaged()
+  end
+  count(ARGV[3] == '1', tonumber(ARGV[4]))
+  return {'ok'}
 end
 
 -- Whatever the key holds, a damaged value included, and the logs of earlier versions:
