@@ -251,6 +251,22 @@ inline Scenario scenario(std::uint64_t seed, int length) {
   return s;
 }
 
+inline constexpr core::Nanos k_micro = core::k_nanos_per_micro;
+
+// A decision of the core in microseconds, in nanoseconds: the times and durations the Redis
+// store converts (see redis_store.cpp; written again here, so as to check it). The markers
+// stay as they are.
+inline core::Decision in_nanos(core::Decision d) {
+  for (core::Nanos* t : {&d.now, &d.wait, &d.reset_after, &d.paused_until, &d.grant.at}) {
+    *t *= k_micro;
+  }
+  for (core::LimitReport& limit : d.limits) {
+    limit.reset_after *= k_micro;
+    limit.retry_after *= k_micro;
+  }
+  return d;
+}
+
 // `time` as seconds after `t0`, to the nanosecond.
 inline std::string after(core::Nanos time, core::Nanos t0) {
   core::Nanos d = time - t0;
