@@ -92,6 +92,11 @@ void give_back(KeyState& state, std::span<const Limit> limits, GrantLog& log, Na
 // what the key holds at `now` (or at its clock, when that is later).
 Decision inspect(const KeyState& state, GrantLog& log, Nanos now, std::int64_t cost = 1);
 
+// Reads `state` as stored by a version that did not keep KeyState::granted
+// (schema version 4 and earlier): for an algorithm that counts it, unknown, any number, and
+// each limit's slots as they mean now (Rules::read_earlier_version).
+void read_earlier_version(KeyState& state);
+
 // Whether `state` is a fresh key's at `now`: forgetting it would change no decision. A
 // paused key is not fresh until its pause ends.
 bool is_fresh(const KeyState& state, GrantLog& log, Nanos now);

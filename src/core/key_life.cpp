@@ -31,7 +31,11 @@ bool forget_if_fresh(std::optional<KeyState>& stored, const KeyCall& call, Grant
   }
   log.clear();
   if (paused_until > std::max(call.request.now, stored->clock)) {
-    *stored = KeyState{stored->algorithm, stored->clock, {}, {}, 0, paused_until};
+    KeyState paused;
+    paused.algorithm = stored->algorithm;
+    paused.clock = stored->clock;
+    paused.paused_until = paused_until;
+    *stored = std::move(paused);
   } else {
     stored.reset();
   }

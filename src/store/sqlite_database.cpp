@@ -22,7 +22,7 @@ namespace {
 
 constexpr const char* k_schema = R"sql(
 PRAGMA application_id = 1380732244;
-PRAGMA user_version = 4;
+PRAGMA user_version = 5;
 PRAGMA journal_mode = WAL;
 CREATE TABLE keys (
   id INTEGER PRIMARY KEY,
@@ -160,6 +160,16 @@ void SqliteDatabase::upgrade() {
     // reading those limits as damaged.
     if (version == 3) {
       execute("PRAGMA user_version = 4;");
+      version = 4;
+    }
+    // Version 5: a window key's limits are preceded by the cost it has granted
+    // (state_codec.hpp), it remembers the limits its last call did not name, and
+    // a sliding window's first slot holds its latest grant, of which the window's start is
+    // the start. A version-4 row reads the same, what it granted unknown. The number alone
+    // changes, so that an older ratelimit refuses the file rather than reading those rows
+    // as damaged, or a sliding log's remembered limits as its own.
+    if (version == 4) {
+      execute("PRAGMA user_version = 5;");
     }
     return version;
   });

@@ -10,7 +10,7 @@ namespace ratelimit::store {
 // The identity and version of our database files: `PRAGMA application_id` ("RLMT") and
 // `PRAGMA user_version`.
 inline constexpr std::int32_t k_application_id = 0x524c4d54;
-inline constexpr std::int32_t k_schema_version = 4;
+inline constexpr std::int32_t k_schema_version = 5;
 
 // Whether opening a database that does not exist creates it.
 enum class Creation {

@@ -26,6 +26,11 @@ std::optional<core::KeyState> decode_state(const Statement& statement) {
   state.remembered = std::move(stored->remembered);
   state.log_period = statement.column_int(5);
   state.paused_until = statement.column_int(6);
+  if (stored->granted) {
+    state.granted = *stored->granted;
+  } else {
+    core::read_earlier_version(state);
+  }
   if (!core::within_bounds(state)) {
     return std::nullopt;
   }

@@ -88,7 +88,7 @@ SqliteStore::Row SqliteStore::find_or_create(std::string_view key, core::Algorit
 }
 
 void SqliteStore::write(const Row& row, core::Nanos fresh_at) {
-  std::string limits = encode_limits(row.state.limits, row.state.remembered);
+  std::string limits = encode_limits(row.state);
   if (fresh_at == row.fresh_at) {
     prepared(m_update, "UPDATE keys SET clock = ?2, limits = ?3, log_period = ?4 WHERE id = ?1")
         .bind(1, row.id)

@@ -1,5 +1,7 @@
 #include "store/state_codec.hpp"
 
+#include "core/rules.hpp"
+
 #include <cstdint>
 #include <limits>
 
@@ -41,9 +43,13 @@ void put_limit(std::string& out, const core::LimitState& state, std::int64_t sig
 } // namespace
 
 std::string encode_limits(const std::vector<core::LimitState>& limits,
-                          const std::vector<core::LimitState>& remembered) {
+                          const std::vector<core::LimitState>& remembered,
+                          std::optional<std::int64_t> granted) {
   std::string out;
-  out.reserve((limits.size() + remembered.size()) * k_record_size);
+  out.reserve(8 + (limits.size() + remembered.size()) * k_record_size);
+  if (granted) {
+    put(out, *granted);
+  }
   for (const auto& state : limits) {
     put_limit(out, state, 1);
   }
@@ -53,12 +59,24 @@ std::string encode_limits(const std::vector<core::LimitState>& limits,
   return out;
 }
 
+std::string encode_limits(const core::KeyState& state) {
+  std::optional<std::int64_t> granted;
+  if (core::rules_for(state.algorithm).counts_granted()) {
+    granted = state.granted;
+  }
+  return encode_limits(state.limits, state.remembered, granted);
+}
+
 std::optional<StoredLimits> decode_limits(std::string_view bytes) {
-  if (bytes.size() % k_record_size != 0) {
+  StoredLimits stored;
+  std::size_t first = 0;
+  if (bytes.size() % k_record_size == 8) {
+    stored.granted = get(bytes, 0);
+    first = 8;
+  } else if (bytes.size() % k_record_size != 0) {
     return std::nullopt;
   }
-  StoredLimits stored;
-  for (std::size_t offset = 0; offset < bytes.size(); offset += k_record_size) {
+  for (std::size_t offset = first; offset < bytes.size(); offset += k_record_size) {
     core::LimitState state;
     std::int64_t count = get(bytes, offset);
     state.limit.rate.count =

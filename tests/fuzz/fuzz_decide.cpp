@@ -54,6 +54,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                                               std::size(core::k_all_algorithms)],
                        read_int64(bytes, 2), std::move(stored->limits)};
   state.remembered = std::move(stored->remembered);
+  state.granted = stored->granted.value_or(0);
   core::Request request;
   request.reserve = (bytes[1] & 1) != 0;
   request.now = read_int64(bytes, 10);

@@ -21,7 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                     state.limit.rate.period <= core::k_max_duration && state.limit.burst >= 1,
                 "a decoded limit is one parse_rate can give", bytes);
   }
-  std::string encoded = store::encode_limits(stored->limits, stored->remembered);
+  std::string encoded = store::encode_limits(stored->limits, stored->remembered, stored->granted);
   fuzz::check(encoded == bytes, "encode(decode(x)) == x", bytes);
   auto again = store::decode_limits(encoded);
   fuzz::check(again.has_value() && *again == *stored, "decode(encode(y)) == y", bytes);

@@ -174,6 +174,47 @@ test_reset_forgets_a_damaged_key() {
   expect_status 0 rl try k -r 1/min
 }
 
+# A sliding-window key as an earlier version wrote it (SQLite schema 4): no count of what
+# the key granted before its limits, and a first slot that is the window's start, not the
+# latest grant. It reads (what it granted unknown, any number), its own limit decides as
+# before, and a decision writes it back with the count, saturated.
+test_a_window_key_of_an_earlier_version_reads() {
+  ensure_window_margin 60 3 # the minute's two grants stay its own
+  expect_status 0 rl try old -a sliding-window -r 5/min || return
+  expect_status 0 rl try old -a sliding-window -r 5/min || return
+  if [ "$STORE" = redis ]; then
+    local words minute
+    read -ra words <<<"$(rcli HGET 'ratelimit:{old}' limits)"
+    minute=$(($(now_us) / 60000000 * 60000000))
+    rcli HSET 'ratelimit:{old}' limits \
+      "${words[1]} ${words[2]} ${words[3]} $minute ${words[5]} ${words[6]}" >/dev/null
+  else
+    local hex minute byte le=
+    hex=$(sqlite3 "$DB" "SELECT hex(limits) FROM keys WHERE name = CAST('old' AS BLOB)")
+    minute=$(($(date +%s%N) / 60000000000 * 60000000000))
+    for i in 0 1 2 3 4 5 6 7; do
+      printf -v byte '%02X' $(((minute >> (8 * i)) & 255))
+      le+=$byte
+    done
+    sqlite3 "$DB" "UPDATE keys SET limits = x'${hex:16:48}$le${hex:80:32}';
+      PRAGMA user_version = 4; PRAGMA wal_checkpoint(TRUNCATE);" >/dev/null
+  fi
+  expect_status 0 rl --json status old
+  expect_eq 3 "$(json_field "$OUT" remaining)" "remaining of 5/min after 2"
+  expect_status 0 rl try old -a sliding-window -r 5/min
+  expect_status 0 rl --json status old
+  expect_eq 2 "$(json_field "$OUT" remaining)" "remaining of 5/min after 3"
+  if [ "$STORE" = redis ]; then
+    expect_eq 1125899906842624 "$(rcli HGET 'ratelimit:{old}' limits | cut -d' ' -f1)" \
+      "what the key granted, written back"
+  else
+    expect_eq 5 "$(sqlite3 "$DB" 'PRAGMA user_version')" "schema version after the upgrade"
+    expect_eq 0000000000000400 \
+      "$(sqlite3 "$DB" "SELECT hex(substr(limits, 1, 8)) FROM keys WHERE name = CAST('old' AS BLOB)")" \
+      "what the key granted, written back"
+  fi
+}
+
 # Sets the burst of KEY's first limit to BURST, as a damaged database or a hand edit might.
 set_stored_burst() {
   local key=$1 burst=$2

@@ -65,6 +65,15 @@ local function is_exact(n)
   return n > -k_exact and n < k_exact and n == math.floor(n)
 end
 
+-- `count` plus `cost`, saturated at the prelude's k_max_window_count
+-- (core::add_window_count).
+local function add_window_count(count, cost)
+  if count >= k_max_window_count - cost then
+    return k_max_window_count
+  end
+  return count + cost
+end
+
 -- `duration` of use at the interval `from`, as a duration at the interval `to`, rounded up
 -- (core::rescale); saturates at k_far (the prelude), 73 years.
 local function rescale(duration, from, to)

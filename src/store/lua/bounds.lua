@@ -30,7 +30,8 @@ end
 -- C++ code, for a key that moved between the stores): its limits, its clock and its slots
 -- within the bounds.
 local function within_bounds(state)
-  if not is_time(state.clock) or not is_time(state.paused_until) then
+  if not is_time(state.clock) or not is_time(state.paused_until) or state.granted < 0 or
+      state.granted > k_max_window_count then
     return false
   end
   local algorithm = algorithm_of(state)

@@ -1,8 +1,9 @@
 -- The decisions on one key's state, mirroring src/core/decide.cpp function for function,
 -- with the same names. A key's state is {algorithm, clock, limits, remembered, log_period,
--- paused_until}, where limits and remembered list {limit, slots} (core::LimitState) and the
--- algorithm is a name (nil for a key that holds only a pause); a request is {now, cost,
--- reserve, max_wait}; a decision is core::Decision's fields, its binding counted from 1.
+-- granted, paused_until}, where limits and remembered list {limit, slots}
+-- (core::LimitState) and the algorithm is a name (nil for a key that holds only a pause); a
+-- request is {now, cost, reserve, max_wait}; a decision is core::Decision's fields, its
+-- binding counted from 1.
 
 local function same_limit(a, b)
   return a.count == b.count and a.period == b.period and a.burst == b.burst
@@ -33,15 +34,21 @@ end
 -- The state of each requested limit: a stored limit equal to it, named by the last call or
 -- remembered, keeps its state; any other is derived from all the stored ones (the rules'
 -- carry).
-local function states_for(rules, state, limits, now)
+local function states_for(algorithm, state, limits, now)
+  local rules = algorithm.rules
   local result = {}
   local every_stored = nil
   for i, limit in ipairs(limits) do
-    local stored = find_limit(state.limits, limit) or find_limit(state.remembered, limit)
+    local stored = find_limit(state.limits, limit)
+    -- A shared state is the key's, whatever the limit: its remembered limits keep only
+    -- what protects their grants.
+    if not stored and not algorithm.shares_state then
+      stored = find_limit(state.remembered, limit)
+    end
     if stored then
       result[i] = {limit = limit, slots = copy_slots(stored.slots)}
     elseif #state.remembered == 0 then
-      result[i] = {limit = limit, slots = rules.carry(limit, state.limits, now)}
+      result[i] = {limit = limit, slots = rules.carry(limit, state.limits, now, state.granted)}
     else
       if not every_stored then
         every_stored = {}
@@ -51,7 +58,7 @@ local function states_for(rules, state, limits, now)
           end
         end
       end
-      result[i] = {limit = limit, slots = rules.carry(limit, every_stored, now)}
+      result[i] = {limit = limit, slots = rules.carry(limit, every_stored, now, state.granted)}
     end
   end
   return result
@@ -74,13 +81,22 @@ local function unnamed_by(algorithm, state, limits)
   return unnamed
 end
 
--- Forgets the remembered limits that hold nothing at `now`, then the oldest beyond
--- k_max_remembered.
+-- Rules::keeps_remembered: whether the key still needs `s`, a limit it remembers, at
+-- `now`; by default while it holds something.
+local function keeps_remembered(rules, s, log, now)
+  if rules.keeps_remembered then
+    return rules.keeps_remembered(s, log, now)
+  end
+  local _, reset_after = rules.usage(s.limit, s.slots, log, now)
+  return reset_after > 0
+end
+
+-- Forgets the remembered limits that the key no longer needs at `now`, then the oldest
+-- beyond k_max_remembered.
 local function forget_fresh(rules, remembered, log, now)
   local kept = {}
   for _, s in ipairs(remembered) do
-    local _, reset_after = rules.usage(s.limit, s.slots, log, now)
-    if reset_after ~= 0 and #kept < k_max_remembered then
+    if keeps_remembered(rules, s, log, now) and #kept < k_max_remembered then
       kept[#kept + 1] = s
     end
   end
@@ -133,6 +149,25 @@ local function retention_after(algorithm, state, now)
   return math.max(0, state.limits[1].slots[1] + state.log_period - now)
 end
 
+-- The slot `at`, moved on as long as a grant of `cost` there would leave the grants that a
+-- `remembered` limit judged with more than its N (the rules' protect; by default `at`);
+-- `state` is the call's.
+local function protected_slot(rules, remembered, state, log, at, cost)
+  if not rules.protect then
+    return at
+  end
+  local moved = true
+  while moved do
+    moved = false
+    for _, s in ipairs(remembered) do
+      local later = rules.protect(s, state.slots, log, at, cost)
+      moved = moved or later > at
+      at = math.max(at, later)
+    end
+  end
+  return at
+end
+
 -- Fills in what each limit has left. `pick_binding`: the decision was granted at once, when
 -- every limit agreed, so the binding limit is the one with the least remaining.
 local function summarise(decision, rules, states, log, pick_binding)
@@ -177,7 +212,9 @@ local function decide(state, limits, log, request)
   local rules = algorithm.rules
   local decision = new_decision(state, math.max(request.now, state.clock), #limits)
   state.clock = decision.now
-  local states = states_for(rules, state, limits, decision.now)
+  local states = states_for(algorithm, state, limits, decision.now)
+  -- The stored limits this call does not name: the key remembers them after it.
+  local remembered = unnamed_by(algorithm, state, limits)
 
   local at = decision.now
   local accept_from = -math.huge
@@ -206,6 +243,7 @@ local function decide(state, limits, log, request)
     decision.paused_until = state.paused_until
     at = math.max(at, state.paused_until)
   end
+  at = protected_slot(rules, remembered, states[1], log, at, request.cost)
   local wait = at - decision.now
   if not request.reserve then
     decision.refusal = wait == 0 and k_refusal.none or k_refusal.later
@@ -247,10 +285,13 @@ local function decide(state, limits, log, request)
       end
     end
   end
-  -- The state holds the limits of the last call; a bucket remembers the others while they
-  -- hold something, and they count this grant too. A denied call changes nothing else.
-  local remembered = unnamed_by(algorithm, state, limits)
-  if decision.allowed and #remembered > 0 then
+  if decision.allowed and algorithm.counts_granted then
+    state.granted = add_window_count(state.granted, request.cost)
+  end
+  -- The state holds the limits of the last call; the key remembers the others while it
+  -- needs them, and, unless its state is shared, they count this grant too. A denied call
+  -- changes nothing else.
+  if decision.allowed and #remembered > 0 and not algorithm.shares_state then
     -- One that could not count it within the bounds (a debt past 2116) is forgotten.
     local fitting = {}
     for _, s in ipairs(remembered) do
@@ -282,7 +323,7 @@ local function give_back(state, limits, log, now, grant)
   local algorithm = algorithm_of(state)
   local rules = algorithm.rules
   state.clock = math.max(state.clock, now)
-  local states = states_for(rules, state, limits, state.clock)
+  local states = states_for(algorithm, state, limits, state.clock)
   if algorithm.shares_state then
     if #grant.markers > 0 then
       rules.give_back(retention_limit(state, limits), states[1].slots, log, grant.at,
@@ -321,6 +362,9 @@ local function inspect(state, log, now, cost)
     decision.paused_until = state.paused_until
     at = math.max(at, state.paused_until)
   end
+  if #state.limits > 0 then
+    at = protected_slot(rules, state.remembered, state.limits[1], log, at, cost)
+  end
   decision.wait = at - decision.now
   decision.allowed = decision.wait == 0
   decision.refusal = decision.allowed and k_refusal.none or k_refusal.later
@@ -333,6 +377,22 @@ local function inspect(state, log, now, cost)
                                   remembered_after(rules, state, log, decision.now))
   apply_pause(decision)
   return decision
+end
+
+-- core::read_earlier_version: reads `state` as stored by a version that did not keep what
+-- a key granted: for an algorithm that counts it, any number, and each limit's slots as they
+-- mean now.
+local function read_earlier_version(state)
+  local algorithm = algorithm_of(state)
+  if not algorithm.counts_granted then
+    return
+  end
+  state.granted = k_max_window_count
+  for _, list in ipairs({state.limits, state.remembered}) do
+    for _, s in ipairs(list) do
+      algorithm.rules.read_earlier_version(s)
+    end
+  end
 end
 
 -- core::is_fresh: whether forgetting the key at `now` would change no decision.

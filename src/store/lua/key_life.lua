@@ -6,7 +6,7 @@
 
 local function new_key_state(algorithm)
   return {algorithm = algorithm, clock = 0, limits = {}, remembered = {}, log_period = 0,
-          paused_until = 0}
+          granted = 0, paused_until = 0}
 end
 
 -- Phase 1. A key whose state the call would not use as it stands (other limits, another

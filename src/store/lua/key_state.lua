@@ -47,20 +47,31 @@ local function load()
       return nil, 'damaged'
     end
     return {algorithm = nil, clock = clock, limits = {}, remembered = {}, log_period = 0,
-            paused_until = paused_until}
+            granted = 0, paused_until = paused_until}
   end
   local state = {algorithm = flat[1], clock = tonumber(flat[2]), limits = {}, remembered = {},
-                 log_period = tonumber(flat[4] or '0'), paused_until = paused_until}
+                 log_period = tonumber(flat[4] or '0'), granted = 0,
+                 paused_until = paused_until}
   local values = {}
   for word in string.gmatch(flat[3] or '', '%S+') do
     values[#values + 1] = tonumber(word)
   end
   if not algorithms[state.algorithm or ''] or not state.clock or not state.log_period or
-      #values == 0 or #values % 6 ~= 0 then
+      #values < 6 or #values % 6 > 1 then
     return nil, 'damaged'
   end
-  -- The limits a bucket remembers (core::KeyState::remembered) follow, their count negated.
-  for i = 1, #values, 6 do
+  -- A window key's limits follow what it has granted (core::KeyState::granted); a key
+  -- written before it was kept is read as core::read_earlier_version reads it, once its
+  -- limits are.
+  local first = 1
+  if #values % 6 == 1 then
+    state.granted, first = values[1], 2
+    if not is_exact(state.granted) then
+      return nil, 'damaged'
+    end
+  end
+  -- The limits the key remembers (core::KeyState::remembered) follow, their count negated.
+  for i = first, #values, 6 do
     local remembered = values[i] < 0
     local count, period, burst = remembered and -values[i] or values[i], values[i + 1],
                                  values[i + 2]
@@ -72,7 +83,13 @@ local function load()
     list[#list + 1] = {limit = make_limit(count, period, burst),
                        slots = {values[i + 3], values[i + 4], values[i + 5]}}
   end
-  if #state.limits == 0 or not within_bounds(state) then
+  if #state.limits == 0 then
+    return nil, 'damaged'
+  end
+  if first == 1 then
+    read_earlier_version(state)
+  end
+  if not within_bounds(state) then
     return nil, 'damaged'
   end
   return state
@@ -119,10 +136,14 @@ local function expiry_ms(duration)
   return ceil_div(duration, k_micros_per_milli) + 1
 end
 
--- Writes the key's state: the limits of its last call and their slots, then those it
--- remembers. Its values expire at `fresh_at`, when the state is a fresh key's again.
+-- Writes the key's state: what a window key has granted, the limits of its last call and
+-- their slots, then those it remembers. Its values expire at `fresh_at`, when the state is
+-- a fresh key's again.
 local function save(state, fresh_at)
   local fields = {}
+  if algorithms[state.algorithm].counts_granted then
+    fields[1] = int(state.granted)
+  end
   for _, list in ipairs({state.limits, state.remembered}) do
     local sign = list == state.limits and 1 or -1
     for _, s in ipairs(list) do

@@ -51,6 +51,7 @@ std::string prelude() {
   constant("k_max_time", core::k_max_time / k_micro, "core::k_max_time");
   constant("k_min_time", core::k_min_time / k_micro, "core::k_min_time");
   constant("k_max_total", core::k_max_total, "core::k_max_total");
+  constant("k_max_window_count", core::k_max_window_count, "core::k_max_window_count");
   constant("k_max_count", core::k_max_count, "core::k_max_count");
   constant("k_max_duration", core::k_max_duration / k_micro, "core::k_max_duration");
   constant("k_far", core::k_rescale_saturation / k_micro, "core::k_rescale_saturation");
@@ -80,10 +81,11 @@ std::string prelude() {
     }
     text += fmt::format(
         "  {{name = '{}', rules_key = '{}', takes_burst = {}, cost_up_to_burst = {}, "
-        "keeps_log = {}, shares_state = {}, remembers_unnamed = {}, slots = {{{}}}}},\n",
+        "keeps_log = {}, shares_state = {}, remembers_unnamed = {}, counts_granted = {}, "
+        "slots = {{{}}}}},\n",
         info.name, rules_key(info.name), lua_bool(info.takes_burst),
         lua_bool(info.cost_up_to_burst), lua_bool(info.keeps_log), lua_bool(rules.shares_state()),
-        lua_bool(rules.remembers_unnamed()), slots);
+        lua_bool(rules.remembers_unnamed()), lua_bool(rules.counts_granted()), slots);
   }
   text += "}\n";
   return text;

@@ -1,10 +1,10 @@
 -- One call of this script is one atomic operation on one key: it loads the key, calls the
 -- function of key_life.lua that mirrors src/core/key_life.cpp, writes what that says and
 -- replies.
---   KEYS[1]   the key's hash (BASE): algorithm, clock, limits ("count period burst s1 s2
---             s3" per limit of the last call, in order, then per limit a bucket remembers
---             with its count negated), log_period (sliding log: the longest period a call
---             named)
+--   KEYS[1]   the key's hash (BASE): algorithm, clock, limits (for a window key first the
+--             cost it has granted, then "count period burst s1 s2 s3" per limit of the
+--             last call, in order, then per limit the key remembers with its count
+--             negated), log_period (sliding log: the longest period a call named)
 --   KEYS[2,3] its sliding log, BASE:t and BASE:c (see grant_log.lua)
 --   KEYS[4]   its counters, BASE:n (granted, limited, waited_us)
 --   KEYS[5..] reset only: the logs of version 1 it asked for (see reset)

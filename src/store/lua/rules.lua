@@ -3,10 +3,14 @@
 -- enumerator. A limit is {count, period, burst, interval}; a state is {s[1], s[2], s[3]},
 -- the core's three slots; every time is in microseconds. earliest returns the grant time
 -- and, for the leaky bucket, the time before which a reservation is refused.
--- carry(limit, stored, now) derives the slots of a limit that the key's last call did not
--- name from the stored limits ({limit, slots} each). What else the core knows of each
--- algorithm (its Rules' shares_state and remembers_unnamed among it) comes with its entry of
--- the prelude's table.
+-- carry(limit, stored, now, granted) derives the slots of a limit that the key does not
+-- hold from the stored limits ({limit, slots} each); keeps_remembered(st, log, now) says
+-- whether the key still needs a limit it remembers (by default while the limit holds
+-- something); protect(st, s, log, at, cost) is the sliding log's slot for a grant that must
+-- not overfill the windows of a remembered limit's grants; read_earlier_version(st) reads a
+-- window's slots as stored before keys counted what they granted. What else the core knows
+-- of each algorithm (its Rules' shares_state, remembers_unnamed and counts_granted among
+-- it) comes with its entry of the prelude's table.
 
 -- core::Limit: count per period, with a burst; `interval` is its emission interval.
 local function make_limit(count, period, burst)
@@ -18,9 +22,6 @@ local function window_start(t, period)
 end
 
 local rules = {}
-
--- What a carried sliding window may hold, unknown.
-local k_unknown_count = k_max_count
 
 -- Token bucket in TAT form: s[1] is the theoretical arrival time; past now + burst *
 -- interval it is the debt of reservations. s[2] is not before the latest grant still
@@ -126,6 +127,20 @@ rules.leaky_bucket = {
 
 -- Fixed window aligned to the epoch: s[1] is the latest window with grants, s[2] its cost,
 -- s[3] the time of the latest grant.
+
+-- Not before the latest grant a window's state counted (slot `i`); nil for a fresh state.
+local function latest_grant(st, i)
+  if st.slots[i] ~= 0 then
+    return st.slots[i]
+  end
+  return nil
+end
+
+-- As long as the key's state, a remembered window, even empty, counts every grant.
+local function always()
+  return true
+end
+
 rules.fixed_window = {
   earliest = function(limit, s, log, now, cost)
     if s[1] < window_start(now, limit.period) then
@@ -138,10 +153,14 @@ rules.fixed_window = {
   end,
   take = function(limit, s, log, now, at, cost)
     local window = window_start(at, limit.period)
+    if window < s[1] then
+      -- A remembered limit counting a grant before its latest window: no longer stored.
+      return window
+    end
     if window ~= s[1] then
       s[1], s[2] = window, 0
     end
-    s[2] = s[2] + cost
+    s[2] = add_window_count(s[2], cost)
     s[3] = math.max(s[3], at)
     return window
   end,
@@ -161,47 +180,57 @@ rules.fixed_window = {
     end
     return math.max(0, limit.count - s[2]), s[1] + limit.period - now
   end,
-  carry = function(limit, stored, now)
-    -- Every stored count that may lie in the new window (the one holding the latest
-    -- stored grant) counts there.
-    local function latest_of(st)
-      return math.max(now, st.slots[1], st.slots[3])
-    end
-    local latest, latest_grant = now, 0
+  carry = function(limit, stored, now, granted)
+    -- The new window holds the latest grant any stored state knows of; it holds at most the
+    -- count of a stored window covering it up to that grant, and at most what the key
+    -- granted since its state was made.
+    local latest = nil
     for _, st in ipairs(stored) do
-      if st.slots[2] > 0 then
-        latest = math.max(latest, latest_of(st))
-        latest_grant = math.max(latest_grant, st.slots[3])
+      local grant = latest_grant(st, 3)
+      if grant then
+        latest = math.max(latest or grant, grant)
       end
+    end
+    if not latest then
+      return {0, 0, 0}
     end
     local window = window_start(latest, limit.period)
-    local used = 0
+    local used = granted
     for _, st in ipairs(stored) do
-      if st.slots[2] > 0 and st.slots[1] < window + limit.period and latest_of(st) >= window then
-        used = math.max(used, st.slots[2])
-      end
-      -- Reservations in the stored limit's earlier windows are no longer counted, and a full
-      -- count with reservations ahead may stand for more than its N: full.
-      if st.slots[2] > 0 and st.slots[1] > window_start(now, st.limit.period) and
-          window < st.slots[1] then
-        used = math.max(used, limit.count)
-      end
-      if st.slots[2] >= st.limit.count and st.slots[3] > now and
-          st.slots[1] < window + limit.period and latest_of(st) >= window then
-        used = math.max(used, limit.count)
+      if st.slots[1] <= window and latest < st.slots[1] + st.limit.period then
+        used = math.min(used, st.slots[2])
       end
     end
-    return {window, used, latest_grant}
+    return {window, used, latest}
+  end,
+  keeps_remembered = always,
+  -- Written before the latest grant was kept: its grants may lie anywhere in the window.
+  read_earlier_version = function(st)
+    if st.slots[3] == 0 and st.slots[1] ~= 0 then
+      st.slots[3] = st.slots[1] + st.limit.period - 1
+    end
   end,
 }
 
--- Sliding window counter: s[1] the current window, s[2] its cost, s[3] the previous one's.
+-- Sliding window counter: s[1] the time of the latest grant (not before it), whose window
+-- is the current one, s[2] the current window's cost, s[3] the previous one's.
+local function current_window(s, period)
+  return window_start(s[1], period)
+end
+
+-- The stored counts, saturated (an earlier version could store more).
+local function stored_counts(s, period)
+  return current_window(s, period), math.min(s[2], k_max_window_count),
+         math.min(s[3], k_max_window_count)
+end
+
 local function roll(s, start, period)
-  if start == s[1] then
-    return s[1], s[2], s[3]
+  local stored, current, previous = stored_counts(s, period)
+  if start == stored then
+    return stored, current, previous
   end
-  if start == s[1] + period then
-    return start, 0, s[2]
+  if start == stored + period then
+    return start, 0, current
   end
   return start, 0, 0
 end
@@ -209,7 +238,7 @@ end
 rules.sliding_window = {
   earliest = function(limit, s, log, now, cost)
     local period = limit.period
-    local time = math.max(now, s[1])
+    local time = math.max(now, current_window(s, period))
     while true do
       local start, current, previous = roll(s, window_start(time, period), period)
       local room = limit.count - cost - current
@@ -225,22 +254,35 @@ rules.sliding_window = {
     end
   end,
   take = function(limit, s, log, now, at, cost)
-    local start, current, previous = roll(s, window_start(at, limit.period), limit.period)
-    s[1], s[2], s[3] = start, current + cost, previous
-    return start
+    local period = limit.period
+    local window = window_start(at, period)
+    local stored = current_window(s, period)
+    if window < stored then
+      -- A remembered limit counting a grant before its latest one: the previous window's
+      -- count takes it; an older window's is no longer stored.
+      if window == stored - period then
+        s[3] = add_window_count(s[3], cost)
+      end
+      return window
+    end
+    local _, current, previous = roll(s, window, period)
+    s[1], s[2], s[3] = math.max(s[1], at), add_window_count(current, cost), previous
+    return window
   end,
   give_back = function(limit, s, log, at, cost, marker)
-    if marker == s[1] then
+    local stored = current_window(s, limit.period)
+    if marker == stored then
       s[2] = math.max(0, s[2] - cost)
-    elseif marker == s[1] - limit.period then
+    elseif marker == stored - limit.period then
       s[3] = math.max(0, s[3] - cost)
     end
   end,
   usage = function(limit, s, log, now)
     local period = limit.period
     local window = window_start(now, period)
-    if s[1] > window then
-      return 0, s[1] + 2 * period - now
+    local stored = current_window(s, period)
+    if stored > window then
+      return 0, stored + 2 * period - now
     end
     local start, current, previous = roll(s, window, period)
     local q, r = mul_div(previous, period - (now - start), period)
@@ -255,58 +297,46 @@ rules.sliding_window = {
     end
     return math.max(0, limit.count - (current + q)), reset_after
   end,
-  carry = function(limit, stored, now)
-    local period = limit.period
-    -- The new window holds the end of the latest stored window with grants.
-    local latest = now
+  carry = function(limit, stored, now, granted)
+    -- The new current window holds the latest grant any stored state knows of; each of the
+    -- new two windows holds at most the count of a stored window, or pair of windows,
+    -- covering it, and at most what the key granted since its state was made.
+    local latest = nil
     for _, st in ipairs(stored) do
-      if st.slots[2] > 0 then
-        latest = math.max(latest, st.slots[1] + st.limit.period - 1)
-      elseif st.slots[3] > 0 then
-        latest = math.max(latest, st.slots[1] - 1)
+      local grant = latest_grant(st, 1)
+      if grant then
+        latest = math.max(latest or grant, grant)
       end
     end
-    local window = window_start(latest, period)
-    local function overlaps(from, to, other_from, other_to)
-      return from < other_to and to > other_from
+    if not latest then
+      return {0, 0, 0}
     end
-    local current, previous = 0, 0
-    for _, st in ipairs(stored) do
-      local start, length = st.slots[1], st.limit.period
-      local in_current, in_previous = 0, 0
-      if start + length > window then
-        in_current = in_current + st.slots[2]
-      end
-      if start > window then
-        in_current = in_current + st.slots[3]
-      end
-      if overlaps(start, start + length, window - period, window) then
-        in_previous = in_previous + st.slots[2]
-      end
-      if overlaps(start - length, start, window - period, window) then
-        in_previous = in_previous + st.slots[3]
-      end
-      current = math.max(current, in_current)
-      previous = math.max(previous, in_previous)
-      -- Reservations in windows before the stored two are no longer counted, and a full
-      -- count with reservations in later windows may stand for more than its N: any number.
-      local full = st.slots[2] >= st.limit.count and start > window_start(now, length)
-      local unknown_from, unknown_until = window_start(now, length), start - length
-      if full then
-        unknown_from, unknown_until = math.min(unknown_from, start), start + length
-      else
-        unknown_from = math.min(unknown_from, start - length)
-      end
-      if st.slots[2] > 0 and unknown_until > unknown_from then
-        if overlaps(unknown_from, unknown_until, window, window + period) then
-          current = math.max(current, k_unknown_count)
+    local function at_most(from, to)
+      local most = granted
+      for _, st in ipairs(stored) do
+        local length = st.limit.period
+        local start, current, previous = stored_counts(st.slots, length)
+        if start <= from and to <= start + length then
+          most = math.min(most, current)
         end
-        if overlaps(unknown_from, unknown_until, window - period, window) then
-          previous = math.max(previous, k_unknown_count)
+        if start - length <= from and to <= start then
+          most = math.min(most, previous)
+        end
+        if start - length <= from and to <= start + length then
+          most = math.min(most, current + previous)
         end
       end
+      return most
     end
-    return {window, current, previous}
+    local window = window_start(latest, limit.period)
+    return {latest, at_most(window, latest + 1), at_most(window - limit.period, window)}
+  end,
+  keeps_remembered = always,
+  -- s[1] was the current window's start: its grants may lie anywhere in it.
+  read_earlier_version = function(st)
+    if st.slots[1] ~= 0 and st.slots[2] > 0 then
+      st.slots[1] = st.slots[1] + st.limit.period - 1
+    end
   end,
 }
 
@@ -378,6 +408,24 @@ rules.sliding_log = {
     end
     local s = stored[1].slots
     return {s[1], s[2], s[3]}
+  end,
+  -- A limit of an earlier call, as the key's slots were after it: s[1] is not before its
+  -- latest grant, the only time a later grant could still overfill one of its windows.
+  keeps_remembered = function(st, log, now)
+    return st.slots[1] >= now
+  end,
+  protect = function(st, s, log, at, cost)
+    local latest = st.slots[1]
+    if latest < at then
+      return at
+    end
+    if latest == at then
+      local remaining = rules.sliding_log.usage(st.limit, s, log, at)
+      if remaining >= cost then
+        return at
+      end
+    end
+    return latest + 1
   end,
 }
 
