@@ -13,9 +13,16 @@ struct OpenSslLibrary {
 #define RATELIMIT_OPENSSL_FUNCTION(name) decltype(&::name) name = nullptr;
 #include "store/openssl_functions.inc"
 #undef RATELIMIT_OPENSSL_FUNCTION
+  // ERR_load_SSL_strings, deprecated since OpenSSL 3.0 (so not declared for decltype), or
+  // null.
+  int (*load_ssl_error_strings)() = nullptr;
 };
 
-// The library, loaded at the first call; throws TlsError when it cannot be.
+// The library, loaded and initialised at the first call; throws TlsError when it cannot be.
 const OpenSslLibrary& openssl();
+
+// Loads libssl's error messages, which the initialisation leaves out: for the reason of an
+// error, before ERR_reason_error_string.
+void load_openssl_error_strings();
 
 } // namespace ratelimit::store

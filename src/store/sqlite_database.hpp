@@ -10,7 +10,7 @@ namespace ratelimit::store {
 // The identity and version of our database files: `PRAGMA application_id` ("RLMT") and
 // `PRAGMA user_version`.
 inline constexpr std::int32_t k_application_id = 0x524c4d54;
-inline constexpr std::int32_t k_schema_version = 5;
+inline constexpr std::int32_t k_schema_version = 6;
 
 // Whether opening a database that does not exist creates it.
 enum class Creation {
@@ -46,15 +46,17 @@ public:
   // lock, and returns what it returns; rolls back and rethrows when it throws.
   template <typename Body>
   auto write_transaction(Body&& body) {
+    // Parsed before the lock is taken: every process waiting for it would pay for that too.
+    prepare_write_transaction();
     lock();
     struct Unlock {
       SqliteDatabase& database;
       ~Unlock() { database.unlock(); }
     } unlock_at_exit{*this};
-    execute("BEGIN IMMEDIATE");
+    run(m_begin);
     try {
       auto result = body();
-      execute("COMMIT");
+      run(m_commit);
       return result;
     } catch (...) {
       sqlite3_exec(m_db, "ROLLBACK", nullptr, nullptr, nullptr);
@@ -67,6 +69,9 @@ public:
   [[noreturn]] void fail(std::string_view what, int rc) const;
 
 private:
+  void prepare_write_transaction();
+  // Runs `statement`, which returns no rows, and resets it; throws StoreError.
+  void run(sqlite3_stmt* statement);
   void open();
   void close();
   void create();
@@ -83,6 +88,8 @@ private:
   int m_busy_timeout_ms = 0;
   int m_fd = -1;
   sqlite3* m_db = nullptr;
+  sqlite3_stmt* m_begin = nullptr;  // BEGIN IMMEDIATE
+  sqlite3_stmt* m_commit = nullptr; // COMMIT
   // The schema version in the file's header when it was opened.
   std::int32_t m_version = k_schema_version;
 };

@@ -12,10 +12,16 @@
 
 namespace ratelimit::store {
 
+void SqliteStore::prepare_collection() {
+  prepared(m_due, "SELECT id, algorithm, clock, limits, fresh_at, log_period, paused_until "
+                  "FROM keys WHERE fresh_at <= ?1 ORDER BY fresh_at LIMIT ?2");
+  set_fresh_at_statement();
+  forget_stale_counters_statement();
+}
+
 void SqliteStore::collect_some_garbage(core::Nanos now) {
-  Statement& due = prepared(m_due, "SELECT id, algorithm, clock, limits, fresh_at, log_period, "
-                                   "paused_until FROM keys WHERE fresh_at <= ?1 ORDER BY "
-                                   "fresh_at LIMIT ?2");
+  prepare_collection();
+  Statement& due = *m_due;
   struct Due {
     std::int64_t id;
     std::optional<core::KeyState> state;
@@ -26,14 +32,14 @@ void SqliteStore::collect_some_garbage(core::Nanos now) {
     rows.push_back({due.column_int(0), decode_state(due)});
   }
   due.reset();
-  Statement& set_fresh_at = prepared(m_set_fresh_at, "UPDATE keys SET fresh_at = ?2 WHERE id = ?1");
+  Statement& set_fresh_at = *m_set_fresh_at;
   for (const Due& row : rows) {
     if (!row.state) {
       // Left for `reset`; moved out of the way so that it is not examined again and again.
       set_fresh_at.bind(1, row.id).bind(2, std::numeric_limits<core::Nanos>::max()).run();
       continue;
     }
-    SqliteGrantLog log(m_database.handle(), row.id);
+    SqliteGrantLog log(m_grant_log, row.id);
     core::Decision standing = core::inspect(*row.state, log, now);
     if (standing.reset_after == 0) {
       erase(row.id);
@@ -57,7 +63,7 @@ std::vector<std::string> SqliteStore::collect_garbage() {
         continue; // damaged: not ours to judge; `reset` removes it
       }
       std::int64_t id = all.column_int(0);
-      SqliteGrantLog log(m_database.handle(), id);
+      SqliteGrantLog log(m_grant_log, id);
       if (core::is_fresh(*state, log, time)) {
         fresh.emplace_back(id, std::string(all.column_blob(k_name_column)));
       }

@@ -12,23 +12,15 @@ namespace ratelimit::store {
 PauseStanding SqliteStore::pause(std::string_view key, core::Nanos duration) {
   return transaction([&] {
     Row row = find(key).value_or(Row{});
-    std::optional<core::KeyState> stored = take_state(row);
-    SqliteGrantLog log(m_database.handle(), row.id);
-    core::KeyOutcome outcome = core::pause_key(std::move(stored), now(), duration, log);
+    SqliteGrantLog log(m_grant_log, row.id);
+    core::KeyOutcome outcome = core::pause_key(stored_state(row), now(), duration, log);
     const core::KeyState& paused = outcome.state;
     core::Nanos fresh = fresh_at(outcome.fresh_at);
     if (outcome.write == core::KeyWrite::nothing) {
       // A pause of 0 (Retry-After: 0) holds nothing: no key is made for it.
     } else if (row.id == 0) {
       // No algorithm and no limits: the first call on the key gives them.
-      prepared(m_insert_paused, "INSERT INTO keys (name, algorithm, clock, limits, fresh_at, "
-                                "paused_until) VALUES (?1, '', ?2, ?3, ?4, ?5)")
-          .bind_blob(1, key)
-          .bind(2, paused.clock)
-          .bind_blob(3, "")
-          .bind(4, fresh)
-          .bind(5, paused.paused_until)
-          .run();
+      insert(key, "", paused, fresh, {}, 0);
     } else {
       prepared(m_update_paused,
                "UPDATE keys SET clock = ?2, paused_until = ?3, fresh_at = ?4 WHERE id = ?1")
@@ -47,9 +39,10 @@ PauseStanding SqliteStore::pause_of(std::string_view key) {
   // pause is in force from the instant it says it begins. Read outside the lock, a waiter
   // whose slot fell between a pause's reading of the clock and its commit would go ahead
   // inside the pause.
+  // Prepared before the lock is taken, as a decision's statements are.
+  Statement& select =
+      prepared(m_select_pause, "SELECT clock, paused_until FROM keys WHERE name = ?1");
   return transaction([&] {
-    Statement& select =
-        prepared(m_select_pause, "SELECT clock, paused_until FROM keys WHERE name = ?1");
     select.bind_blob(1, key);
     PauseStanding standing{now(), 0};
     if (select.step()) {

@@ -30,6 +30,7 @@ bool one_in(core::Nanos seed, int n) {
 
 SqliteStore::SqliteStore(std::string path, core::Nanos lock_timeout, Creation creation, Clock clock)
     : m_clock(std::move(clock)), m_database(std::move(path), lock_timeout, creation),
+      m_grant_log(m_database.handle()),
       m_select(m_database.handle(),
                fmt::format("SELECT {} FROM keys WHERE name = ?1", k_state_columns)) {}
 
@@ -77,63 +78,98 @@ SqliteStore::Row SqliteStore::find_or_create(std::string_view key, core::Algorit
     return *row;
   }
   Row row{0, {algorithm, 0, {}}};
-  prepared(m_insert, "INSERT INTO keys (name, algorithm, clock, limits) VALUES (?1, ?2, ?3, ?4)")
-      .bind_blob(1, key)
-      .bind_text(2, core::algorithm_name(algorithm))
-      .bind(3, 0)
-      .bind_blob(4, "")
-      .run();
-  row.id = sqlite3_last_insert_rowid(m_database.handle());
+  row.id = insert(key, core::algorithm_name(algorithm), row.state, 0, {}, 0);
   return row;
 }
 
-void SqliteStore::write(const Row& row, core::Nanos fresh_at) {
+std::int64_t SqliteStore::insert(std::string_view key, std::string_view algorithm,
+                                 const core::KeyState& state, core::Nanos fresh_at,
+                                 KeyCounters tally, core::Nanos now) {
+  core::Nanos touched = touched_at(now);
+  take_counters_of(key, tally, touched);
+  Statement& insert =
+      prepared(m_insert, "INSERT INTO keys (name, algorithm, clock, limits, fresh_at, log_period, "
+                         "paused_until, granted, limited, waited_us, touched_at) "
+                         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
+  std::string limits = encode_limits(state);
+  insert.bind_blob(1, key)
+      .bind_text(2, algorithm)
+      .bind(3, state.clock)
+      .bind_blob(4, limits)
+      .bind(5, fresh_at)
+      .bind(6, state.log_period)
+      .bind(7, state.paused_until);
+  bind_counters(insert, 8, tally, touched);
+  insert.run();
+  return sqlite3_last_insert_rowid(m_database.handle());
+}
+
+void SqliteStore::write(const Row& row, core::Nanos fresh_at, const KeyCounters& tally,
+                        core::Nanos now) {
   std::string limits = encode_limits(row.state);
-  if (fresh_at == row.fresh_at) {
-    prepared(m_update, "UPDATE keys SET clock = ?2, limits = ?3, log_period = ?4 WHERE id = ?1")
-        .bind(1, row.id)
-        .bind(2, row.state.clock)
-        .bind_blob(3, limits)
-        .bind(4, row.state.log_period)
-        .run();
-  } else {
-    prepared(
-        m_update_fresh_at,
-        "UPDATE keys SET clock = ?2, limits = ?3, fresh_at = ?4, log_period = ?5 WHERE id = ?1")
-        .bind(1, row.id)
-        .bind(2, row.state.clock)
-        .bind_blob(3, limits)
-        .bind(4, fresh_at)
-        .bind(5, row.state.log_period)
-        .run();
+  Statement& update = update_statement();
+  update.bind(1, row.id)
+      .bind(2, row.state.clock)
+      .bind_blob(3, limits)
+      .bind(4, row.state.log_period);
+  bind_counters(update, 5, tally, touched_at(now));
+  update.run();
+  // Apart, and only when it has moved: a column in the SET list of an UPDATE rewrites its
+  // index entry, whatever its value.
+  if (fresh_at != row.fresh_at) {
+    set_fresh_at_statement().bind(1, row.id).bind(2, fresh_at).run();
   }
 }
 
+Statement& SqliteStore::set_fresh_at_statement() {
+  return prepared(m_set_fresh_at, "UPDATE keys SET fresh_at = ?2 WHERE id = ?1");
+}
+
+Statement& SqliteStore::update_statement() {
+  // One statement for a decision that writes the key's state and one that only counts (and
+  // writes the state as it was): it is prepared before the lock is taken, and SQLite takes
+  // longer to prepare an UPDATE than to run it.
+  return prepared(m_update, "UPDATE keys SET clock = ?2, limits = ?3, log_period = ?4, "
+                            "granted = granted + ?5, limited = limited + ?6, "
+                            "waited_us = waited_us + ?7, touched_at = ?8 WHERE id = ?1");
+}
+
 void SqliteStore::erase(std::int64_t id) {
+  keep_counters_of(id);
   prepared(m_erase_log, "DELETE FROM grant_log WHERE key_id = ?1").bind(1, id).run();
   prepared(m_erase_key, "DELETE FROM keys WHERE id = ?1").bind(1, id).run();
 }
 
 core::Decision SqliteStore::decide(std::string_view key, core::Algorithm algorithm, bool chosen,
                                    std::span<const core::Limit> limits, core::Request request) {
+  // Prepared before the lock is taken, so that the processes waiting for it do not wait for
+  // SQLite to parse SQL: the statement that writes a key's row, and those of a collection
+  // when this decision is to make one.
+  update_statement();
+  if (core::info(algorithm).keeps_log) {
+    m_grant_log.prepare_for_grants();
+  }
+  bool collecting = one_in(m_clock(), k_gc_one_in);
+  if (collecting) {
+    prepare_collection();
+  }
   return transaction([&] {
     Row row = find(key).value_or(Row{});
     // The clock is read under the lock, so that decisions on a key are made in the order
     // of their times.
     request.now = now();
-    std::optional<core::KeyState> stored = take_state(row);
+    std::optional<core::KeyState> stored = stored_state(row);
     if (!stored && core::info(algorithm).keeps_log) {
-      row.id = find_or_create(key, algorithm).id; // the log's entries need the key's id
+      row = find_or_create(key, algorithm); // the log's entries need the key's id
     }
-    SqliteGrantLog log(m_database.handle(), row.id);
+    SqliteGrantLog log(m_grant_log, row.id);
     core::KeyOutcome outcome =
         core::decide_key(std::move(stored), {algorithm, chosen, limits, request}, log);
     if (outcome.conflict) {
       throw KeyConflict(key_conflict_message(key, *outcome.conflict, algorithm));
     }
-    write_outcome(key, row, outcome);
-    count(key, outcome.decision, request.now);
-    if (one_in(request.now, k_gc_one_in)) {
+    write_outcome(key, row, outcome, counted(outcome.decision), request.now);
+    if (collecting) {
       collect_some_garbage(request.now);
     }
     return std::move(outcome.decision);
@@ -144,33 +180,44 @@ void SqliteStore::give_back(std::string_view key, core::Algorithm algorithm,
                             std::span<const core::Limit> limits, const core::Grant& grant) {
   transaction([&] {
     Row row = find(key).value_or(Row{});
-    std::optional<core::KeyState> stored = take_state(row);
-    SqliteGrantLog log(m_database.handle(), row.id);
+    core::Nanos time = now();
+    SqliteGrantLog log(m_grant_log, row.id);
     core::KeyOutcome outcome =
-        core::give_back_to_key(std::move(stored), algorithm, limits, grant, now(), log);
-    write_outcome(key, row, outcome);
+        core::give_back_to_key(stored_state(row), algorithm, limits, grant, time, log);
+    write_outcome(key, row, outcome, {}, time);
     return 0;
   });
 }
 
-std::optional<core::KeyState> SqliteStore::take_state(Row& row) {
+std::optional<core::KeyState> SqliteStore::stored_state(const Row& row) {
   if (row.id == 0) {
     return std::nullopt;
   }
-  return std::move(row.state);
+  return row.state;
 }
 
-void SqliteStore::write_outcome(std::string_view key, Row& row, core::KeyOutcome& outcome) {
+void SqliteStore::write_outcome(std::string_view key, Row& row, core::KeyOutcome& outcome,
+                                const KeyCounters& tally, core::Nanos now) {
+  bool counts = tally != KeyCounters{};
   switch (outcome.write) {
   case core::KeyWrite::nothing:
+    if (counts) {
+      count(key, row, tally, now); // the row as it was
+    }
     return;
   case core::KeyWrite::erase:
     erase(row.id);
+    if (counts) {
+      count(key, Row{}, tally, now);
+    }
     return;
   case core::KeyWrite::state:
     if (row.id == 0) {
-      row.id = find_or_create(key, outcome.state.algorithm).id;
-    } else if (outcome.takes_algorithm || outcome.forgot) {
+      insert(key, core::algorithm_name(outcome.state.algorithm), outcome.state,
+             fresh_at(outcome.fresh_at), tally, now);
+      return;
+    }
+    if (outcome.takes_algorithm || outcome.forgot) {
       prepared(m_adopt, "UPDATE keys SET algorithm = ?2, paused_until = ?3 WHERE id = ?1")
           .bind(1, row.id)
           .bind_text(2, core::algorithm_name(outcome.state.algorithm))
@@ -178,7 +225,7 @@ void SqliteStore::write_outcome(std::string_view key, Row& row, core::KeyOutcome
           .run();
     }
     row.state = std::move(outcome.state);
-    write(row, fresh_at(outcome.fresh_at));
+    write(row, fresh_at(outcome.fresh_at), tally, now);
     return;
   }
 }
@@ -188,7 +235,7 @@ std::vector<KeyStatus> SqliteStore::status(std::span<const std::string> keys) {
     std::vector<KeyStatus> result;
     core::Nanos time = now();
     auto add = [&](std::string name, std::int64_t id, core::KeyState state) {
-      SqliteGrantLog log(m_database.handle(), id);
+      SqliteGrantLog log(m_grant_log, id);
       core::Decision standing = core::inspect(state, log, time);
       KeyCounters counters = counters_of(name);
       result.push_back({std::move(name), {}, std::move(state), std::move(standing), counters});

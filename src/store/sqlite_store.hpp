@@ -2,6 +2,7 @@
 
 #include "core/key_life.hpp"
 #include "store/sqlite_database.hpp"
+#include "store/sqlite_grant_log.hpp"
 #include "store/sqlite_statement.hpp"
 #include "store/store.hpp"
 #include "util/clock.hpp"
@@ -21,11 +22,12 @@ namespace ratelimit::store {
 // among those whose state has become a fresh key's, found through an index of the time each
 // key becomes fresh.
 //
-// Every decision also adds itself to the key's counters, in the same transaction: one update
-// of one small row (an upsert for a new row, or about once an hour), also for a denial, which
-// otherwise writes nothing. The counters are
-// kept by key name, apart from the state, so that collecting the state leaves them; the
-// collections forget the counters that no decision has touched for `k_counter_retention`.
+// Every decision also adds itself to the key's counters, in the same transaction and the same
+// statement as its state: the counters are columns of the key's row, so that a decision
+// writes one row and one page, also a denial, which otherwise writes nothing. A row collected
+// leaves its counters in a table by key name, which a row made again for the key takes them
+// from; the collections forget the counters there that no decision has touched for
+// `k_counter_retention`.
 class SqliteStore final : public Store {
 public:
   static constexpr int k_gc_one_in = 16;
@@ -84,19 +86,46 @@ private:
   std::optional<Row> find(std::string_view key);
   // The row of `key`, created with a fresh state of `algorithm` when missing.
   Row find_or_create(std::string_view key, core::Algorithm algorithm);
-  // Stores `row`, and the time its state becomes a fresh key's when that has moved.
-  void write(const Row& row, core::Nanos fresh_at);
-  // The state of `row` for the core, moved out of it; none for no row (id 0).
-  static std::optional<core::KeyState> take_state(Row& row);
-  // Writes what a call on `key`, whose row is `row` (id 0: none), left to write; the
-  // outcome's state is moved into `row`.
-  void write_outcome(std::string_view key, Row& row, core::KeyOutcome& outcome);
+  // Makes the row of `key`, which has none, holding `state` (with `algorithm`, '' for a
+  // pause alone) and `fresh_at`, and the key's counters: those the counters table kept, plus
+  // `tally` counted at `now` (0: nothing counted). Returns its id.
+  std::int64_t insert(std::string_view key, std::string_view algorithm, const core::KeyState& state,
+                      core::Nanos fresh_at, KeyCounters tally, core::Nanos now);
+  // Stores `row`, the time its state becomes a fresh key's when that has moved, and adds
+  // `tally` to its counters, touched at `now`.
+  void write(const Row& row, core::Nanos fresh_at, const KeyCounters& tally, core::Nanos now);
+  // The statement of `write` and of `count` on a row.
+  Statement& update_statement();
+  Statement& set_fresh_at_statement();
+  // Forgets the row `id` and its log; its counters go to the counters table.
   void erase(std::int64_t id);
-  // Adds `decision` on `key`, made at `now`, to the key's counters.
-  void count(std::string_view key, const core::Decision& decision, core::Nanos now);
+  // The state of `row` for the core, a copy: none for no row (id 0).
+  static std::optional<core::KeyState> stored_state(const Row& row);
+  // Writes what a call on `key`, whose row is `row` (id 0: none), left to write, and adds
+  // `tally` to the key's counters, touched at `now`; the outcome's state is moved into `row`.
+  void write_outcome(std::string_view key, Row& row, core::KeyOutcome& outcome,
+                     const KeyCounters& tally, core::Nanos now);
+  // What `decision` adds to its key's counters.
+  static KeyCounters counted(const core::Decision& decision);
+  // When counters touched at `now` were last touched, as stored (rounded up); 0 for 0.
+  static core::Nanos touched_at(core::Nanos now);
+  // Binds `tally` and `touched` to the parameters `first` to `first` + 3 of `statement`.
+  static void bind_counters(Statement& statement, int first, const KeyCounters& tally,
+                            core::Nanos touched);
+  // Adds `tally`, counted at `now`, to the counters of `key`: in its row `stored`, which
+  // keeps the state it holds, or in the counters table when it has none (id 0).
+  void count(std::string_view key, const Row& stored, const KeyCounters& tally, core::Nanos now);
+  // Takes the counters of `key` out of the counters table, adding them to `tally` and
+  // `touched`, for the row about to be made for it.
+  void take_counters_of(std::string_view key, KeyCounters& tally, core::Nanos& touched);
+  // Adds the counters of the row `id` to the counters table, before the row goes.
+  void keep_counters_of(std::int64_t id);
   KeyCounters counters_of(std::string_view key);
+  Statement& forget_stale_counters_statement();
   // Forgets the counters untouched since `now` less the retention, at most `limit` of them.
   void forget_stale_counters(core::Nanos now, std::int64_t limit);
+  // Prepares the statements of `collect_some_garbage`.
+  void prepare_collection();
   // Forgets at most `k_gc_batch` keys that are fresh at `now`.
   void collect_some_garbage(core::Nanos now);
   [[noreturn]] void damaged(std::string_view key) const;
@@ -104,23 +133,24 @@ private:
 
   Clock m_clock;
   SqliteDatabase m_database;
+  GrantLogStatements m_grant_log;
   Statement m_select;
   // Prepared on first use: a process makes one decision and needs one or two of them.
   std::unique_ptr<Statement> m_insert;
   std::unique_ptr<Statement> m_update;
-  std::unique_ptr<Statement> m_update_fresh_at;
   std::unique_ptr<Statement> m_select_id;
   std::unique_ptr<Statement> m_erase_log;
   std::unique_ptr<Statement> m_erase_key;
   std::unique_ptr<Statement> m_due;
   std::unique_ptr<Statement> m_set_fresh_at;
   std::unique_ptr<Statement> m_adopt;
-  std::unique_ptr<Statement> m_insert_paused;
   std::unique_ptr<Statement> m_update_paused;
   std::unique_ptr<Statement> m_select_pause;
-  std::unique_ptr<Statement> m_count;
   std::unique_ptr<Statement> m_upsert_counters;
   std::unique_ptr<Statement> m_select_counters;
+  std::unique_ptr<Statement> m_keep_counters;
+  std::unique_ptr<Statement> m_add_to_row;
+  std::unique_ptr<Statement> m_counters_of;
   std::unique_ptr<Statement> m_erase_counters;
   std::unique_ptr<Statement> m_forget_stale_counters;
 };

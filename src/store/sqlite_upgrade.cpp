@@ -6,6 +6,7 @@
 #include "store/state_codec.hpp"
 
 #include <algorithm>
+#include <fmt/format.h>
 #include <map>
 #include <vector>
 
@@ -19,6 +20,20 @@ void execute(sqlite3* db, const char* sql) {
   }
 }
 
+// Adds the integer column `name` (NOT NULL DEFAULT 0) to the keys table, unless it has it:
+// a database made by a later version and marked older, as the tests make them, has it.
+void add_missing_column(sqlite3* db, std::string_view name) {
+  Statement has(db, "SELECT count(*) FROM pragma_table_info('keys') WHERE name = ?1");
+  has.bind_text(1, name);
+  bool present = has.step() && has.column_int(0) > 0;
+  has.reset();
+  if (!present) {
+    execute(
+        db,
+        fmt::format("ALTER TABLE keys ADD COLUMN {} INTEGER NOT NULL DEFAULT 0;", name).c_str());
+  }
+}
+
 struct OldKey {
   std::int64_t id = 0;
   std::vector<core::LimitState> limits;
@@ -27,9 +42,10 @@ struct OldKey {
 } // namespace
 
 const char* const k_counters_schema = R"sql(
--- By name, not by the id of the key's row: the counters outlive the state, which garbage
--- collection forgets once it is a fresh key's. `touched_at` is when a decision last counted
--- here, rounded up (see SqliteStore); counters untouched for k_counter_retention go.
+-- By name, the counters of the names that have no row in keys (since version 6; a row keeps
+-- its key's): those outlive the state, which garbage collection forgets once it is a fresh
+-- key's. `touched_at` is when a decision last counted, rounded up (see SqliteStore);
+-- counters untouched for k_counter_retention go.
 CREATE TABLE IF NOT EXISTS counters (
   name BLOB PRIMARY KEY,
   granted INTEGER NOT NULL DEFAULT 0,
@@ -99,15 +115,21 @@ void upgrade_from_version_1(sqlite3* db) {
 
 void upgrade_from_version_2(sqlite3* db) {
   // Each part of version 3 only where it is missing, so that the step can be retried.
-  Statement paused(db, "SELECT count(*) FROM pragma_table_info('keys') "
-                       "WHERE name = 'paused_until'");
-  bool has_pauses = paused.step() && paused.column_int(0) > 0;
-  paused.reset();
-  if (!has_pauses) {
-    execute(db, "ALTER TABLE keys ADD COLUMN paused_until INTEGER NOT NULL DEFAULT 0;");
-  }
+  add_missing_column(db, "paused_until");
   execute(db, k_counters_schema);
   execute(db, "PRAGMA user_version = 3;");
+}
+
+void upgrade_from_version_5(sqlite3* db) {
+  for (const char* column : {"granted", "limited", "waited_us", "touched_at"}) {
+    add_missing_column(db, column);
+  }
+  // The counters of a key that has a row move into it; those of the others stay.
+  execute(db, "UPDATE keys SET granted = c.granted, limited = c.limited, "
+              "waited_us = c.waited_us, touched_at = c.touched_at "
+              "FROM counters AS c WHERE c.name = keys.name;"
+              "DELETE FROM counters WHERE name IN (SELECT name FROM keys);"
+              "PRAGMA user_version = 6;");
 }
 
 } // namespace ratelimit::store

@@ -19,4 +19,10 @@ extern const char* const k_counters_schema;
 // keys there, and the counters table, empty. Throws StoreError.
 void upgrade_from_version_2(sqlite3* db);
 
+// Upgrades a database of schema version 5 to version 6, inside the caller's write
+// transaction: version 6 keeps the counters of a key that has a row in that row (granted,
+// limited, waited_us, touched_at), so that a decision writes one row; the counters table
+// keeps those of the names that have none. Throws StoreError.
+void upgrade_from_version_5(sqlite3* db);
+
 } // namespace ratelimit::store

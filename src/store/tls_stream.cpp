@@ -26,6 +26,7 @@ namespace {
 // The reason of OpenSSL's oldest queued error ("certificate verify failed"), the queue
 // emptied; `fallback` when there is none.
 std::string openssl_reason(std::string_view fallback) {
+  load_openssl_error_strings();
   unsigned long error = openssl().ERR_get_error();
   openssl().ERR_clear_error();
   const char* reason = error != 0 ? openssl().ERR_reason_error_string(error) : nullptr;

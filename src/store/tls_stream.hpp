@@ -39,8 +39,9 @@ private:
 // With `files.session_directory`, it offers the session the last process saved for the same
 // server identity (see TlsSessionCache), and saves the one the server gives it once the first
 // reply has been read: with TLS 1.3 the server's tickets come after the handshake, before
-// that reply, so keeping them costs no round trip. A resumed session carries the server's
-// certificate as verified when the session was made (OpenSSL does not verify it again).
+// that reply, so keeping them costs no round trip. A resumed session stands for the server's
+// certificate as verified when the session was made (OpenSSL does not verify it again); it is
+// saved without that certificate.
 class TlsStream {
 public:
   TlsStream(const std::string& host, int port, const TlsFiles& files, core::Nanos timeout);

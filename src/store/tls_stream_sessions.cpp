@@ -4,6 +4,7 @@
 
 #include "store/openssl_library.hpp"
 #include "store/tls_session_cache.hpp"
+#include "store/tls_session_der.hpp"
 
 #include <cstdlib>
 #include <ctime>
@@ -57,12 +58,10 @@ ssl_session_st* TlsStream::cached_session() {
       hint > 0 && hint < static_cast<unsigned long>(lifetime)) {
     lifetime = static_cast<long>(hint);
   }
-  // Expired, or made without a server's certificate: not offered. A session the server no
-  // longer knows is refused by it, and the handshake is then a full one, in the same round
-  // trips.
-  if (bytes == end && openssl().SSL_SESSION_is_resumable(session) == 1 &&
-      openssl().SSL_SESSION_get0_peer(session) != nullptr && made > 0 && lifetime > 0 &&
-      std::time(nullptr) < made + lifetime) {
+  // Expired: not offered. A session the server no longer knows is refused by it, and the
+  // handshake is then a full one, in the same round trips.
+  if (bytes == end && openssl().SSL_SESSION_is_resumable(session) == 1 && made > 0 &&
+      lifetime > 0 && std::time(nullptr) < made + lifetime) {
     return session;
   }
   openssl().SSL_SESSION_free(session);
@@ -90,7 +89,7 @@ void TlsStream::save_new_session() {
     std::string bytes(static_cast<std::size_t>(length), '\0');
     auto* out = reinterpret_cast<unsigned char*>(bytes.data());
     if (openssl().i2d_SSL_SESSION(session, &out) == length) {
-      m_session_cache->save(bytes);
+      m_session_cache->save(session_without_peer(bytes));
     }
   }
   openssl().SSL_SESSION_free(session);

@@ -208,7 +208,7 @@ test_a_window_key_of_an_earlier_version_reads() {
     expect_eq 1125899906842624 "$(rcli HGET 'ratelimit:{old}' limits | cut -d' ' -f1)" \
       "what the key granted, written back"
   else
-    expect_eq 5 "$(sqlite3 "$DB" 'PRAGMA user_version')" "schema version after the upgrade"
+    expect_eq 6 "$(sqlite3 "$DB" 'PRAGMA user_version')" "schema version after the upgrade"
     expect_eq 0000000000000400 \
       "$(sqlite3 "$DB" "SELECT hex(substr(limits, 1, 8)) FROM keys WHERE name = CAST('old' AS BLOB)")" \
       "what the key granted, written back"

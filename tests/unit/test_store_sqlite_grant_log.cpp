@@ -7,6 +7,7 @@
 #include <string>
 
 using ratelimit::core::Nanos;
+using ratelimit::store::GrantLogStatements;
 using ratelimit::store::SqliteDatabase;
 using ratelimit::store::SqliteGrantLog;
 
@@ -51,7 +52,8 @@ long long steps_of_a_decision(std::int64_t entries) {
   ScratchDatabase database;
   sqlite3* db = (*database).handle();
   (*database).execute("BEGIN");
-  SqliteGrantLog log(db, 1);
+  GrantLogStatements statements(db);
+  SqliteGrantLog log(statements, 1);
   for (std::int64_t i = 1; i <= entries; ++i) {
     log.append(k_t0 + i, i);
   }
