@@ -13,10 +13,6 @@ const Rules& rules_for(Algorithm algorithm) {
 
 namespace {
 
-// The most limits a key remembers besides those of its last call: beyond them the ones
-// named longest ago are forgotten, and a call naming one again derives it from the others.
-constexpr std::size_t k_max_remembered = 16;
-
 const LimitState* find_limit(const std::vector<LimitState>& states, const Limit& limit) {
   auto found = std::find_if(states.begin(), states.end(),
                             [&](const LimitState& s) { return s.limit == limit; });

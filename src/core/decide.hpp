@@ -10,6 +10,11 @@
 
 namespace ratelimit::core {
 
+// The most limits a key remembers besides those of its last call (KeyState::remembered):
+// beyond them the ones named longest ago are forgotten, and a call naming one again derives
+// it from the others.
+inline constexpr std::size_t k_max_remembered = 16;
+
 struct Request {
   // The caller's clock, in nanoseconds since the epoch.
   Nanos now = 0;

@@ -96,16 +96,18 @@ public:
   virtual bool counts_granted() const { return false; }
 };
 
+// Where `rescale` saturates: far beyond any time a key can reach (73 years from it).
+inline constexpr Nanos k_rescale_saturation = std::numeric_limits<Nanos>::max() / 4;
+
 // `duration` of use at the interval `from`, as a duration at the interval `to`, rounded
-// up (a conversion of units in use from one rate to another); saturates far beyond any
-// time a key can reach.
+// up (a conversion of units in use from one rate to another); saturates at
+// k_rescale_saturation.
 inline Nanos rescale(Nanos duration, Nanos from, Nanos to) {
-  constexpr Nanos k_far = std::numeric_limits<Nanos>::max() / 4;
   if (duration <= 0) {
     return 0;
   }
   Wide scaled = (Wide{duration} * to + from - 1) / from;
-  return scaled > k_far ? k_far : static_cast<Nanos>(scaled);
+  return scaled > k_rescale_saturation ? k_rescale_saturation : static_cast<Nanos>(scaled);
 }
 
 const Rules& rules_for(Algorithm algorithm);

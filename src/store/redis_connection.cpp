@@ -281,7 +281,7 @@ RedisReply RedisConnection::run_script(std::span<const std::string> keys,
   RedisReply reply = send(call);
   if (reply.is_error() && reply.text().starts_with("NOSCRIPT")) {
     call[0] = "EVAL";
-    call[1] = k_redis_script;
+    call[1] = redis_script();
     reply = send(call);
   }
   if (reply.is_error()) {

@@ -43,8 +43,10 @@ core::Nanos micros_up(core::Nanos duration) {
 
 } // namespace
 
-RedisRunSlots::RedisRunSlots(RedisConnection& connection, std::string prefix, core::Nanos lease)
-    : m_connection(connection), m_prefix(std::move(prefix)), m_lease(lease) {}
+RedisRunSlots::RedisRunSlots(RedisConnection& connection, std::string prefix, core::Nanos lease,
+                             Clock clock)
+    : m_connection(connection), m_prefix(std::move(prefix)), m_lease(lease),
+      m_clock(std::move(clock)) {}
 
 std::vector<std::string> RedisRunSlots::names_of(std::string_view prefix, std::string_view key) {
   std::string base = redis_key(prefix, key);
@@ -52,6 +54,8 @@ std::vector<std::string> RedisRunSlots::names_of(std::string_view prefix, std::s
 }
 
 RedisReply RedisRunSlots::call(std::vector<std::string> arguments) {
+  // The script's now: empty for the server's clock.
+  arguments.insert(arguments.begin() + 1, m_clock ? std::to_string(m_clock() / k_micro) : "");
   return m_connection.run_source(k_script, m_names, arguments);
 }
 
@@ -112,8 +116,8 @@ void RedisRunSlots::wake(std::int64_t ticket) {
   }
   std::string list = m_names[0] + ":wake:" + std::to_string(ticket);
   std::string keys[] = {list};
-  std::string arguments[] = {std::to_string(
-      std::max<core::Nanos>(m_lease, 60 * core::k_nanos_per_second) / core::k_nanos_per_milli)};
+  std::string arguments[] = {
+      std::to_string(std::max<core::Nanos>(m_lease, k_run_slots_linger) / core::k_nanos_per_milli)};
   m_connection.run_source("redis.call('RPUSH', KEYS[1], 1) redis.call('LTRIM', KEYS[1], -4, -1) "
                           "redis.call('PEXPIRE', KEYS[1], ARGV[1]) return 1",
                           keys, arguments);
@@ -181,7 +185,7 @@ std::vector<RunEntry> RedisRunSlots::entries(RedisConnection& connection, std::s
   std::vector<RunEntry> result;
   for (const std::string& key : keys) {
     std::vector<std::string> names = names_of(prefix, key);
-    std::string arguments[] = {"entries"};
+    std::string arguments[] = {"entries", ""};
     RedisReply reply = connection.run_source(k_script, names, arguments);
     for (std::size_t i = 0; i < reply.size(); ++i) {
       const redisReply& item = reply.at(i);

@@ -3,10 +3,15 @@
 #include "store/redis_connection.hpp"
 #include "store/run_slots.hpp"
 
+#include <functional>
 #include <string>
 #include <vector>
 
 namespace ratelimit::store {
+
+// How long a key's run slots outlive their last use in Redis beyond the longest lease and
+// hold, and how long a waiter's wake-up list lasts at least.
+inline constexpr core::Nanos k_run_slots_linger = 60 * core::k_nanos_per_second;
 
 // Run slots in Redis, for processes on any number of hosts (see src/store/lua/run_slots.lua
 // in the source, embedded here). A key's commands live in a hash and two sorted sets under
@@ -26,7 +31,12 @@ namespace ratelimit::store {
 // most once per lease/3 unless woken.
 class RedisRunSlots final : public RunSlots {
 public:
-  RedisRunSlots(RedisConnection& connection, std::string prefix, core::Nanos lease);
+  // The script reads the server's clock; tests give `clock` instead, in nanoseconds (whole
+  // microseconds are used), and wait for no change.
+  using Clock = std::function<core::Nanos()>;
+
+  RedisRunSlots(RedisConnection& connection, std::string prefix, core::Nanos lease,
+                Clock clock = nullptr);
 
   StartAnswer join(std::string_view key, std::int64_t cost, core::Nanos hold,
                    std::span<const core::RunCap> caps) override;
@@ -52,6 +62,7 @@ private:
   RedisConnection& m_connection;
   std::string m_prefix;
   core::Nanos m_lease;
+  Clock m_clock;
   std::vector<std::string> m_names;
   std::int64_t m_ticket = 0;
   std::int64_t m_cost = 1;

@@ -178,17 +178,21 @@ std::optional<KeyStatus> RedisScript::inspect(std::string_view key,
   status.state.algorithm = algorithm ? *algorithm : core::Algorithm::token_bucket;
   status.state.clock = read.integer();
   core::Decision& standing = status.standing;
+  standing.algorithm = status.state.algorithm;
   standing.now = read.integer();
   standing.allowed = read.integer() != 0;
   standing.wait = read.integer();
+  standing.refusal = standing.allowed ? core::Refusal::none : core::Refusal::later;
   std::int64_t binding = read.integer();
+  standing.remaining = read.integer();
+  standing.reset_after = read.integer();
+  standing.paused_until = read.integer();
   std::int64_t count = read.integer();
   if (count < (algorithm ? 1 : 0) || (!algorithm && count != 0) || binding < 0 ||
       binding >= std::max<std::int64_t>(count, 1)) {
     throw StoreError("redis: unexpected reply from the ratelimit script");
   }
   standing.binding = static_cast<std::size_t>(binding);
-  standing.remaining = count > 0 ? std::numeric_limits<std::int64_t>::max() : 0;
   for (std::int64_t i = 0; i < count; ++i) {
     status.state.limits.push_back(read_limit_state(read));
     core::LimitReport report;
@@ -196,8 +200,6 @@ std::optional<KeyStatus> RedisScript::inspect(std::string_view key,
     report.reset_after = read.integer();
     report.retry_after = read.integer();
     standing.limits.push_back(report);
-    standing.reset_after = std::max(standing.reset_after, report.reset_after);
-    standing.remaining = std::min(standing.remaining, report.remaining);
   }
   status.state.log_period = read.integer();
   status.state.paused_until = read.integer();
@@ -210,21 +212,6 @@ std::optional<KeyStatus> RedisScript::inspect(std::string_view key,
   }
   for (std::int64_t i = 0; i < remembered; ++i) {
     status.state.remembered.push_back(read_limit_state(read));
-    // Not fresh while a remembered limit holds something (as core::inspect).
-    standing.reset_after = std::max(standing.reset_after, read.integer());
-  }
-  if (core::info(status.state.algorithm).keeps_log && count > 0) {
-    // Not fresh while the log holds grants that its longest period would count (as
-    // core::inspect).
-    standing.reset_after =
-        std::max(standing.reset_after,
-                 status.state.limits.front().slots[0] + status.state.log_period - standing.now);
-  }
-  if (status.state.paused_until > standing.now) {
-    // As core::inspect: nothing is available until the pause ends.
-    standing.paused_until = status.state.paused_until;
-    standing.remaining = 0;
-    standing.reset_after = std::max(standing.reset_after, standing.paused_until - standing.now);
   }
   return status;
 }

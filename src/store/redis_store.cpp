@@ -55,9 +55,17 @@ std::vector<core::Limit> limits_in_micros(std::span<const core::Limit> limits, s
   return result;
 }
 
-RedisStore::RedisStore(const RedisLocation& location, std::string prefix, core::Nanos timeout)
-    : m_connection(location, timeout), m_prefix(std::move(prefix)),
+RedisStore::RedisStore(const RedisLocation& location, std::string prefix, core::Nanos timeout,
+                       Clock clock)
+    : m_connection(location, timeout), m_prefix(std::move(prefix)), m_clock(std::move(clock)),
       m_script(m_connection, m_prefix) {}
+
+std::optional<core::Nanos> RedisStore::script_now() const {
+  if (!m_clock) {
+    return std::nullopt;
+  }
+  return core::floor_div(m_clock(), k_micro);
+}
 
 core::Decision RedisStore::decide(std::string_view key, core::Algorithm algorithm, bool chosen,
                                   std::span<const core::Limit> limits, core::Request request) {
@@ -66,7 +74,10 @@ core::Decision RedisStore::decide(std::string_view key, core::Algorithm algorith
     // Waiting at most max_wait ns means at most floor(max_wait / 1000) whole microseconds.
     request.max_wait = request.max_wait / k_micro;
   }
-  core::Decision decision = m_script.decide(key, algorithm, chosen, micros, request);
+  std::optional<core::Nanos> explicit_now = script_now();
+  request.now = explicit_now.value_or(0);
+  core::Decision decision =
+      m_script.decide(key, algorithm, chosen, micros, request, explicit_now.has_value());
   decision_to_nanos(decision);
   return decision;
 }
@@ -75,7 +86,7 @@ void RedisStore::give_back(std::string_view key, core::Algorithm algorithm,
                            std::span<const core::Limit> limits, const core::Grant& grant) {
   core::Grant micros = grant;
   micros.at = grant.at / k_micro;
-  m_script.give_back(key, algorithm, limits_in_micros(limits, grant.cost), micros);
+  m_script.give_back(key, algorithm, limits_in_micros(limits, grant.cost), micros, script_now());
 }
 
 namespace {
@@ -166,7 +177,7 @@ std::vector<KeyStatus> RedisStore::status(std::span<const std::string> keys) {
   for (const auto& [key, connection] : found) {
     std::optional<KeyStatus> status;
     try {
-      status = RedisScript(*connection, m_prefix).inspect(key);
+      status = RedisScript(*connection, m_prefix).inspect(key, script_now());
     } catch (const DamagedState& error) {
       result.push_back({key, error.what(), {}, {}, {}});
       continue;
@@ -294,12 +305,12 @@ std::size_t RedisStore::reset(std::span<const std::string> keys, bool all) {
 
 PauseStanding RedisStore::pause(std::string_view key, core::Nanos duration) {
   // Rounded up to whole microseconds: a pause is never shorter than asked.
-  PauseStanding standing = m_script.pause(key, core::ceil_div(duration, k_micro));
+  PauseStanding standing = m_script.pause(key, core::ceil_div(duration, k_micro), script_now());
   return {to_nanos(standing.now), to_nanos(standing.paused_until)};
 }
 
 PauseStanding RedisStore::pause_of(std::string_view key) {
-  PauseStanding standing = m_script.pause_of(key);
+  PauseStanding standing = m_script.pause_of(key, script_now());
   return {to_nanos(standing.now), to_nanos(standing.paused_until)};
 }
 
@@ -308,6 +319,9 @@ std::vector<std::string> RedisStore::collect_garbage() {
 }
 
 core::Nanos RedisStore::now() {
+  if (m_clock) {
+    return to_nanos(*script_now());
+  }
   std::string call[] = {"TIME"};
   RedisReply reply = m_connection.command(call);
   std::int64_t seconds = 0;
@@ -320,7 +334,7 @@ core::Nanos RedisStore::now() {
 }
 
 std::unique_ptr<RunSlots> RedisStore::run_slots(core::Nanos lease) {
-  return std::make_unique<RedisRunSlots>(m_connection, m_prefix, lease);
+  return std::make_unique<RedisRunSlots>(m_connection, m_prefix, lease, m_clock);
 }
 
 std::vector<RunEntry> RedisStore::run_entries(std::span<const std::string> keys) {

@@ -5,6 +5,9 @@
 #include "store/store.hpp"
 #include "store/store_url.hpp"
 
+#include <functional>
+#include <optional>
+
 namespace ratelimit::store {
 
 inline constexpr std::string_view k_default_redis_prefix = "ratelimit:";
@@ -21,9 +24,15 @@ inline constexpr std::string_view k_default_redis_prefix = "ratelimit:";
 // every master.
 class RedisStore final : public Store {
 public:
+  // The server's clock decides; tests give `clock` instead (nanoseconds since the epoch, of
+  // which the script sees whole microseconds), so that the store can be compared with the
+  // core at explicit times. Then nothing the script writes expires.
+  using Clock = std::function<core::Nanos()>;
+
   // Connects to `location`; `timeout` bounds the connection and every command. Throws
   // StoreError.
-  RedisStore(const RedisLocation& location, std::string prefix, core::Nanos timeout);
+  RedisStore(const RedisLocation& location, std::string prefix, core::Nanos timeout,
+             Clock clock = nullptr);
 
   core::Decision decide(std::string_view key, core::Algorithm algorithm, bool chosen,
                         std::span<const core::Limit> limits, core::Request request) override;
@@ -51,9 +60,12 @@ private:
   // Every name under the prefix, by SCAN: on Redis Cluster on each master (over a connection
   // of its own, kept until the next scan), else on the one server.
   std::vector<ScannedNames> scan();
+  // The script's explicit now, in microseconds: none for the server's clock.
+  std::optional<core::Nanos> script_now() const;
 
   RedisConnection m_connection;
   std::string m_prefix;
+  Clock m_clock;
   RedisScript m_script;
   // The masters of a Redis Cluster, connected to by the last scan.
   std::vector<std::unique_ptr<RedisConnection>> m_masters;

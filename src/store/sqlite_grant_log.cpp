@@ -98,4 +98,9 @@ void SqliteGrantLog::remove(std::int64_t cumulative, std::int64_t cost) {
   restore.bind(1, m_key_id).run();
 }
 
+void SqliteGrantLog::clear() {
+  Statement clear_entries(m_statements.m_db, "DELETE FROM grant_log WHERE key_id = ?1");
+  clear_entries.bind(1, m_key_id).run();
+}
+
 } // namespace ratelimit::store

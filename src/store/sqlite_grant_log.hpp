@@ -47,6 +47,7 @@ public:
   void append(core::Nanos time, std::int64_t cumulative) override;
   void forget_before(std::int64_t cumulative) override;
   void remove(std::int64_t cumulative, std::int64_t cost) override;
+  void clear() override;
 
 private:
   std::optional<std::int64_t> single_value(Statement& statement);

@@ -42,8 +42,11 @@ std::optional<core::KeyState> decode_state(const Statement& statement) {
 // one more page written by each commit). Collecting a key up to a second late changes
 // nothing.
 core::Nanos fresh_at(const core::Decision& standing) {
+  return fresh_at(standing.now + standing.reset_after);
+}
+
+core::Nanos fresh_at(core::Nanos exact) {
   constexpr core::Nanos k_grain = core::Nanos{1} << 30;
-  core::Nanos exact = standing.now + standing.reset_after;
   return exact > std::numeric_limits<core::Nanos>::max() - k_grain ? exact
                                                                    : (exact | (k_grain - 1)) + 1;
 }

@@ -21,5 +21,7 @@ std::optional<core::KeyState> decode_state(const Statement& statement);
 // The time stored in the fresh_at column of a key whose standing is `standing`: when it
 // becomes a fresh key's, in nanoseconds since the Unix epoch, rounded up (see the .cpp).
 core::Nanos fresh_at(const core::Decision& standing);
+// The same for a key that is fresh from `exact` on.
+core::Nanos fresh_at(core::Nanos exact);
 
 } // namespace ratelimit::store

@@ -11,27 +11,26 @@ namespace ratelimit::store {
 
 PauseStanding SqliteStore::pause(std::string_view key, core::Nanos duration) {
   return transaction([&] {
-    std::optional<Row> row = find(key);
-    core::Nanos time = now();
-    Row paused = row ? *row : Row{};
-    core::Nanos until = core::pause(paused.state, time, duration);
-    SqliteGrantLog log(m_grant_log, paused.id);
-    core::Nanos fresh = fresh_at(core::inspect(paused.state, log, time));
-    if (!row && until <= paused.state.clock) {
+    Row row = find(key).value_or(Row{});
+    SqliteGrantLog log(m_grant_log, row.id);
+    core::KeyOutcome outcome = core::pause_key(stored_state(row), now(), duration, log);
+    const core::KeyState& paused = outcome.state;
+    core::Nanos fresh = fresh_at(outcome.fresh_at);
+    if (outcome.write == core::KeyWrite::nothing) {
       // A pause of 0 (Retry-After: 0) holds nothing: no key is made for it.
-    } else if (!row) {
+    } else if (row.id == 0) {
       // No algorithm and no limits: the first call on the key gives them.
-      insert(key, "", paused.state, fresh, {}, 0);
+      insert(key, "", paused, fresh, {}, 0);
     } else {
       prepared(m_update_paused,
                "UPDATE keys SET clock = ?2, paused_until = ?3, fresh_at = ?4 WHERE id = ?1")
-          .bind(1, paused.id)
-          .bind(2, paused.state.clock)
-          .bind(3, until)
-          .bind(4, std::max(fresh, paused.fresh_at))
+          .bind(1, row.id)
+          .bind(2, paused.clock)
+          .bind(3, paused.paused_until)
+          .bind(4, std::max(fresh, row.fresh_at))
           .run();
     }
-    return PauseStanding{paused.state.clock, until};
+    return PauseStanding{outcome.decision.now, outcome.decision.paused_until};
   });
 }
 

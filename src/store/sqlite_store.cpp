@@ -1,6 +1,7 @@
 #include "store/sqlite_store.hpp"
 
 #include "core/bounds.hpp"
+#include "core/key_life.hpp"
 #include "store/sqlite_grant_log.hpp"
 #include "store/sqlite_key_row.hpp"
 #include "store/sqlite_run_slots.hpp"
@@ -13,14 +14,6 @@
 namespace ratelimit::store {
 
 namespace {
-
-// Whether `state` holds exactly `limits`, in order (its slots aside).
-bool holds_limits(const core::KeyState& state, std::span<const core::Limit> limits) {
-  return std::equal(state.limits.begin(), state.limits.end(), limits.begin(), limits.end(),
-                    [](const core::LimitState& stored, const core::Limit& limit) {
-                      return stored.limit == limit;
-                    });
-}
 
 // A cheap coin with odds of one in `n`, seeded by the clock: consecutive nanosecond
 // readings are mixed (splitmix64) so that a coarse clock cannot make it always or never
@@ -161,87 +154,80 @@ core::Decision SqliteStore::decide(std::string_view key, core::Algorithm algorit
     prepare_collection();
   }
   return transaction([&] {
-    std::optional<Row> existing = find(key);
+    Row row = find(key).value_or(Row{});
     // The clock is read under the lock, so that decisions on a key are made in the order
     // of their times.
     request.now = now();
-    if (existing && !existing->state.limits.empty() &&
-        (existing->state.algorithm != algorithm || !holds_limits(existing->state, limits))) {
-      // A fresh key belongs to no algorithm and holds nothing for other limits: forgotten
-      // now, as gc would forget it and Redis lets it expire, so that the decision does not
-      // depend on when gc last ran; a pause it holds stays. A key in use carries its state
-      // over to other limits, and keeps its own algorithm unless the call chose another.
-      SqliteGrantLog old_log(m_grant_log, existing->id);
-      core::KeyState unpaused = existing->state;
-      unpaused.paused_until = 0;
-      if (!core::is_fresh(unpaused, old_log, request.now)) {
-        if (existing->state.algorithm != algorithm) {
-          if (chosen) {
-            throw KeyConflict(key_conflict_message(key, existing->state.algorithm, algorithm));
-          }
-          algorithm = existing->state.algorithm;
-        }
-      } else if (existing->state.paused_until > request.now) {
-        prepared(m_erase_log, "DELETE FROM grant_log WHERE key_id = ?1")
-            .bind(1, existing->id)
-            .run();
-        existing->state.limits.clear();
-        existing->state.remembered.clear();
-        existing->state.log_period = 0;
-      } else {
-        erase(existing->id);
-        existing.reset();
-      }
-    }
-    if (existing && existing->state.limits.empty()) {
-      // A key that holds only a pause takes the algorithm of its first call; the decision
-      // writes the limits, since they change from none.
-      prepared(m_adopt, "UPDATE keys SET algorithm = ?2 WHERE id = ?1")
-          .bind(1, existing->id)
-          .bind_text(2, core::algorithm_name(algorithm))
-          .run();
-      existing->state.algorithm = algorithm;
-    }
-    Row row = existing ? *existing : Row{0, {algorithm, 0, {}}};
-    if (!existing && core::info(algorithm).keeps_log) {
+    std::optional<core::KeyState> stored = stored_state(row);
+    if (!stored && core::info(algorithm).keeps_log) {
       row = find_or_create(key, algorithm); // the log's entries need the key's id
     }
     SqliteGrantLog log(m_grant_log, row.id);
-    const Row stored = row;
-    core::Decision decision = core::decide(row.state, limits, log, request);
-    KeyCounters tally = counted(decision);
-    // A denied call writes only when it changed the key's limits (to its own); it counts.
-    if (decision.allowed || (existing && row.state.limits != stored.state.limits)) {
-      // From the whole stored state, which may hold limits this request did not name.
-      core::Nanos fresh = fresh_at(core::inspect(row.state, log, decision.now));
-      if (row.id == 0) {
-        insert(key, core::algorithm_name(algorithm), row.state, fresh, tally, request.now);
-      } else {
-        write(row, fresh, tally, request.now);
-      }
-    } else {
-      count(key, stored, tally, request.now);
+    core::KeyOutcome outcome =
+        core::decide_key(std::move(stored), {algorithm, chosen, limits, request}, log);
+    if (outcome.conflict) {
+      throw KeyConflict(key_conflict_message(key, *outcome.conflict, algorithm));
     }
+    write_outcome(key, row, outcome, counted(outcome.decision), request.now);
     if (collecting) {
       collect_some_garbage(request.now);
     }
-    return decision;
+    return std::move(outcome.decision);
   });
 }
 
 void SqliteStore::give_back(std::string_view key, core::Algorithm algorithm,
                             std::span<const core::Limit> limits, const core::Grant& grant) {
   transaction([&] {
-    std::optional<Row> row = find(key);
-    if (!row || row->state.algorithm != algorithm || row->state.limits.empty()) {
-      return 0; // reset meanwhile: there is nothing to give back to
-    }
-    SqliteGrantLog log(m_grant_log, row->id);
+    Row row = find(key).value_or(Row{});
     core::Nanos time = now();
-    core::give_back(row->state, limits, log, time, grant);
-    write(*row, fresh_at(core::inspect(row->state, log, time)), {}, time);
+    SqliteGrantLog log(m_grant_log, row.id);
+    core::KeyOutcome outcome =
+        core::give_back_to_key(stored_state(row), algorithm, limits, grant, time, log);
+    write_outcome(key, row, outcome, {}, time);
     return 0;
   });
+}
+
+std::optional<core::KeyState> SqliteStore::stored_state(const Row& row) {
+  if (row.id == 0) {
+    return std::nullopt;
+  }
+  return row.state;
+}
+
+void SqliteStore::write_outcome(std::string_view key, Row& row, core::KeyOutcome& outcome,
+                                const KeyCounters& tally, core::Nanos now) {
+  bool counts = tally != KeyCounters{};
+  switch (outcome.write) {
+  case core::KeyWrite::nothing:
+    if (counts) {
+      count(key, row, tally, now); // the row as it was
+    }
+    return;
+  case core::KeyWrite::erase:
+    erase(row.id);
+    if (counts) {
+      count(key, Row{}, tally, now);
+    }
+    return;
+  case core::KeyWrite::state:
+    if (row.id == 0) {
+      insert(key, core::algorithm_name(outcome.state.algorithm), outcome.state,
+             fresh_at(outcome.fresh_at), tally, now);
+      return;
+    }
+    if (outcome.takes_algorithm || outcome.forgot) {
+      prepared(m_adopt, "UPDATE keys SET algorithm = ?2, paused_until = ?3 WHERE id = ?1")
+          .bind(1, row.id)
+          .bind_text(2, core::algorithm_name(outcome.state.algorithm))
+          .bind(3, outcome.state.paused_until)
+          .run();
+    }
+    row.state = std::move(outcome.state);
+    write(row, fresh_at(outcome.fresh_at), tally, now);
+    return;
+  }
 }
 
 std::vector<KeyStatus> SqliteStore::status(std::span<const std::string> keys) {

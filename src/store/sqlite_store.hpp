@@ -1,5 +1,6 @@
 #pragma once
 
+#include "core/key_life.hpp"
 #include "store/sqlite_database.hpp"
 #include "store/sqlite_grant_log.hpp"
 #include "store/sqlite_statement.hpp"
@@ -58,7 +59,7 @@ public:
 
 private:
   struct Row {
-    std::int64_t id = 0;
+    std::int64_t id = 0; // 0: no row
     core::KeyState state;
     core::Nanos fresh_at = 0; // as stored
   };
@@ -98,6 +99,12 @@ private:
   Statement& set_fresh_at_statement();
   // Forgets the row `id` and its log; its counters go to the counters table.
   void erase(std::int64_t id);
+  // The state of `row` for the core, a copy: none for no row (id 0).
+  static std::optional<core::KeyState> stored_state(const Row& row);
+  // Writes what a call on `key`, whose row is `row` (id 0: none), left to write, and adds
+  // `tally` to the key's counters, touched at `now`; the outcome's state is moved into `row`.
+  void write_outcome(std::string_view key, Row& row, core::KeyOutcome& outcome,
+                     const KeyCounters& tally, core::Nanos now);
   // What `decision` adds to its key's counters.
   static KeyCounters counted(const core::Decision& decision);
   // When counters touched at `now` were last touched, as stored (rounded up); 0 for 0.

@@ -282,13 +282,14 @@ test_every_documented_example_runs() {
 }
 
 # Every algorithm the binary knows (its one table) is described in the man page, in the
-# README's table and in -a's --help: a new one cannot ship undocumented.
+# README's table and in -a's --help, and no other: a new one cannot ship undocumented.
 test_every_algorithm_is_documented() {
-  local algorithms algorithm source help
+  local algorithms algorithm source help simulate_help
   algorithms=$(binary_algorithms)
   expect_true "the binary lists no algorithm" test -n "$algorithms" || return
   source=$(cat "$SOURCE_DIR/man/ratelimit.1")
   help=$(rl try --help)
+  simulate_help=$(rl simulate --help)
   for algorithm in $algorithms; do
     local escaped=${algorithm//-/\\-}
     expect_contains "$source" $'.TP\n.B '"$escaped"$'\n' "the man page's entry for $algorithm"
@@ -296,6 +297,7 @@ test_every_algorithm_is_documented() {
       "What each algorithm admits in any PERIOD" "the man page"
     expect_contains "$(cat "$SOURCE_DIR/README.md")" "| \`$algorithm\`" "README.md's table"
     expect_contains "$help" "$algorithm" "try --help"
+    expect_contains "$simulate_help" "$algorithm" "simulate --help"
   done
   # Each one's line in "What each algorithm admits in any PERIOD".
   local admits
@@ -303,6 +305,19 @@ test_every_algorithm_is_documented() {
   for algorithm in $algorithms; do
     expect_true "no bound for $algorithm in: $admits" grep -q "^ *$algorithm " <<<"$admits"
   done
+  # And no other: as many rows in the README's table and entries in the man page's list as
+  # the binary has algorithms, and their number in words where the texts count them.
+  local count rows entries words=(zero one two three four five six seven eight nine ten)
+  count=$(wc -w <<<"$algorithms")
+  rows=$(sed -n '/^## Choosing an algorithm/,/^## /p' "$SOURCE_DIR/README.md" |
+    grep -cE '^\| `[a-z-]+`')
+  expect_eq "$count" "$rows" "rows of the README's table of algorithms"
+  entries=$(sed -n '/^\.SS What each algorithm admits/,/^\.SS /p' "$SOURCE_DIR/man/ratelimit.1" |
+    grep -c '^\.B ')
+  expect_eq "$count" "$entries" "entries of the man page's \"What each algorithm admits\""
+  expect_contains "$(cat "$SOURCE_DIR/README.md")" "picks one of ${words[count]}" "README.md"
+  expect_contains "$(man_section DESCRIPTION | tr -s ' \n' '  ')" \
+    "limited by one of ${words[count]} algorithms" "the man page"
 }
 
 # The man page and the README state, for each algorithm, the most it admits in any PERIOD;

@@ -2,11 +2,13 @@
 // What the conformance tests of the stores share: reproducible random arrivals on one key,
 // the limit sets they name, and the comparison of a store's decisions with the core's.
 #include "core/decide.hpp"
+#include "core/key_life.hpp"
 
 #include <algorithm>
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 #include <limits>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -171,20 +173,42 @@ inline std::vector<std::vector<core::Limit>> limit_sets(const std::vector<core::
   return sets;
 }
 
-// The stores' rule before a decision: a stored key that is fresh and does not hold the
-// call's limits is forgotten, as gc or Redis expiry would forget it, so that no decision
-// depends on when that happened.
-inline void forget_if_fresh(core::KeyState& state, core::MemoryGrantLog& log,
-                            const std::vector<core::Limit>& limits, core::Nanos now) {
-  bool holds = std::equal(state.limits.begin(), state.limits.end(), limits.begin(), limits.end(),
-                          [](const core::LimitState& stored, const core::Limit& limit) {
-                            return stored.limit == limit;
-                          });
-  if (!state.limits.empty() && !holds && core::is_fresh(state, log, now)) {
-    state = core::KeyState{state.algorithm, 0, {}};
-    log = core::MemoryGrantLog{};
+// A key as a store keeps it, in memory: its stored state (none: no key) and its log, living
+// the life that core/key_life.hpp gives it.
+struct MemoryKey {
+  std::optional<core::KeyState> stored;
+  core::MemoryGrantLog log;
+
+  // Decides `call` and writes what it leaves to write.
+  core::KeyOutcome decide(const core::KeyCall& call) {
+    return written(core::decide_key(stored, call, log));
   }
-}
+
+  // Gives back `grant`, decided under `algorithm` and `limits`.
+  void give_back(core::Algorithm algorithm, std::span<const core::Limit> limits,
+                 const core::Grant& grant, core::Nanos now) {
+    written(core::give_back_to_key(stored, algorithm, limits, grant, now, log));
+  }
+
+  // Pauses the key for `duration` from `now`.
+  core::KeyOutcome pause(core::Nanos now, core::Nanos duration) {
+    return written(core::pause_key(stored, now, duration, log));
+  }
+
+  // Whether the key, if stored, holds nothing at `now`: gc may collect it.
+  bool fresh(core::Nanos now) { return !stored || core::is_fresh(*stored, log, now); }
+
+private:
+  core::KeyOutcome written(core::KeyOutcome outcome) {
+    if (outcome.write == core::KeyWrite::state) {
+      stored = outcome.state;
+    } else if (outcome.write == core::KeyWrite::erase) {
+      stored.reset();
+      log = core::MemoryGrantLog{};
+    }
+    return outcome;
+  }
+};
 
 // One run of the conformance harnesses: a key of `algorithm` under `configuration`, the
 // limit sets its callers name, and the arrivals. Both stores' harnesses replay the same runs
@@ -208,8 +232,7 @@ inline std::vector<Run> runs(core::Nanos second) {
     auto in_unit = configurations(algorithm, second);
     for (std::size_t i = 0; i < in_unit.size(); ++i) {
       auto sets = limit_sets(in_unit[i].limits);
-      auto arrivals =
-          random_arrivals(seed++, algorithm, in_micros[i].limits, sets.size(), 250);
+      auto arrivals = random_arrivals(seed++, algorithm, in_micros[i].limits, sets.size(), 250);
       for (Arrival& arrival : arrivals) {
         arrival.advance = arrival.advance * (second / 1'000'000);
         if (arrival.max_wait != k_no_limit) {
@@ -222,11 +245,10 @@ inline std::vector<Run> runs(core::Nanos second) {
   return result;
 }
 
-// The core alone on `run`, as the harnesses mirror it: a decision is kept when granted or
-// when it changed a stored key's limits; a grant given back goes back to the key.
+// The core alone on `run`, as the harnesses mirror it: a key in memory; a grant given back
+// goes back to the key.
 inline std::vector<core::Decision> core_decisions(const Run& run) {
-  core::KeyState state{run.algorithm, 0, {}};
-  core::MemoryGrantLog log;
+  MemoryKey key;
   struct Granted {
     core::Grant grant;
     std::size_t limit_set;
@@ -241,18 +263,11 @@ inline std::vector<core::Decision> core_decisions(const Run& run) {
         !grants[arrival.give_back].given_back) {
       Granted& granted = grants[arrival.give_back];
       granted.given_back = true;
-      if (!state.limits.empty()) {
-        core::give_back(state, run.limit_sets[granted.limit_set], log, now, granted.grant);
-      }
+      key.give_back(run.algorithm, run.limit_sets[granted.limit_set], granted.grant, now);
     }
     const std::vector<core::Limit>& limits = run.limit_sets.at(arrival.limit_set);
-    forget_if_fresh(state, log, limits, now);
     core::Request request{now, arrival.cost, arrival.reserve, arrival.max_wait};
-    core::KeyState trial = state;
-    core::Decision decision = core::decide(trial, limits, log, request);
-    if (decision.allowed || (!state.limits.empty() && trial.limits != state.limits)) {
-      state = trial;
-    }
+    core::Decision decision = key.decide({run.algorithm, true, limits, request}).decision;
     if (decision.allowed) {
       grants.push_back({decision.grant, arrival.limit_set, false});
     }

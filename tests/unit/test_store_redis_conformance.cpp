@@ -20,15 +20,14 @@ namespace {
 
 constexpr core::Nanos k_second = 1'000'000; // in microseconds
 
-// Both sides of one key: the core with the SQLite store's rule that only a granted decision,
-// or one that changed the key's limits, is written, and the script. Requests name one of
+// Both sides of one key: the core's key in memory, and the script. Requests name one of
 // `limit_sets`, so that limits are dropped and named again along the way.
 class Conformance : private conformance::Comparison {
 public:
   Conformance(store::RedisScript& script, core::Algorithm algorithm,
               std::vector<std::vector<core::Limit>> limit_sets, std::string key)
       : m_script(script), m_algorithm(algorithm), m_limit_sets(std::move(limit_sets)),
-        m_key(std::move(key)), m_state{algorithm, 0, {}} {
+        m_key(std::move(key)) {
     m_side = "script";
     m_script.reset(m_key);
   }
@@ -52,18 +51,12 @@ public:
         Granted& granted = m_grants[arrival.give_back];
         granted.given_back = true;
         const std::vector<core::Limit>& granted_limits = m_limit_sets[granted.limit_set];
-        core::give_back(m_state, granted_limits, m_log, now, granted.core);
+        m_mirror.give_back(m_algorithm, granted_limits, granted.core, now);
         m_script.give_back(m_key, m_algorithm, granted_limits, granted.script, now);
         ++given;
       }
-      forget_if_fresh(m_state, m_log, limits, now);
       core::Request request{now, arrival.cost, arrival.reserve, arrival.max_wait};
-      core::KeyState trial = m_state;
-      core::Decision expected = core::decide(trial, limits, m_log, request);
-      // A denied call writes only when it changed a stored key's limits.
-      if (expected.allowed || (!m_state.limits.empty() && trial.limits != m_state.limits)) {
-        m_state = trial;
-      }
+      core::Decision expected = m_mirror.decide({m_algorithm, true, limits, request}).decision;
       core::Decision actual = m_script.decide(m_key, m_algorithm, true, limits, request, true);
       if (!same_decision(expected, actual)) {
         return false;
@@ -94,16 +87,17 @@ private:
   bool same_standing(core::Nanos now) {
     m_where += fmt::format(", inspected at {}", now);
     std::optional<store::KeyStatus> actual = m_script.inspect(m_key, now);
-    if (m_state.limits.empty()) {
+    if (!m_mirror.stored) {
       return same(0, actual.has_value(), "stored");
     }
     if (!same(1, actual.has_value(), "stored")) {
       return false;
     }
-    core::Decision expected = core::inspect(m_state, m_log, now);
-    bool ok = same(m_state.clock, actual->state.clock, "clock") &&
-              same(m_state.log_period, actual->state.log_period, "log period") &&
-              same(static_cast<std::int64_t>(m_state.limits.size()),
+    const core::KeyState& state = *m_mirror.stored;
+    core::Decision expected = core::inspect(state, m_mirror.log, now);
+    bool ok = same(state.clock, actual->state.clock, "clock") &&
+              same(state.log_period, actual->state.log_period, "log period") &&
+              same(static_cast<std::int64_t>(state.limits.size()),
                    static_cast<std::int64_t>(actual->state.limits.size()), "limits") &&
               same(expected.now, actual->standing.now, "now") &&
               same(expected.allowed, actual->standing.allowed, "allowed") &&
@@ -112,9 +106,9 @@ private:
               same(expected.reset_after, actual->standing.reset_after, "reset_after") &&
               same(static_cast<std::int64_t>(expected.binding),
                    static_cast<std::int64_t>(actual->standing.binding), "binding");
-    for (std::size_t i = 0; ok && i < m_state.limits.size(); ++i) {
-      ok = m_state.limits[i] == actual->state.limits[i] ||
-           same(0, 1, "stored limit and slots differ");
+    for (std::size_t i = 0; ok && i < state.limits.size(); ++i) {
+      ok =
+          state.limits[i] == actual->state.limits[i] || same(0, 1, "stored limit and slots differ");
       ok = ok && same(expected.limits[i].remaining, actual->standing.limits[i].remaining,
                       "limit remaining");
       ok = ok && same(expected.limits[i].retry_after, actual->standing.limits[i].retry_after,
@@ -127,8 +121,7 @@ private:
   core::Algorithm m_algorithm;
   std::vector<std::vector<core::Limit>> m_limit_sets;
   std::string m_key;
-  core::KeyState m_state;
-  core::MemoryGrantLog m_log;
+  MemoryKey m_mirror;
   std::vector<Granted> m_grants;
 };
 

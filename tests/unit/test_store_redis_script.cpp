@@ -61,7 +61,7 @@ local redis = setmetatable({
 
 struct CheckedScript {
   store::RedisConnection& connection;
-  std::string source = std::string(k_declared_only) + store::k_redis_script;
+  std::string source = std::string(k_declared_only) + store::redis_script();
 
   store::RedisReply run(const std::vector<std::string>& keys,
                         const std::vector<std::string>& arguments) {

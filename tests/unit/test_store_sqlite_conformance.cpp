@@ -37,7 +37,7 @@ public:
   Conformance(store::SqliteStore& store, core::Nanos& clock, core::Algorithm algorithm,
               std::vector<std::vector<core::Limit>> limit_sets, std::string key)
       : m_store(store), m_clock(clock), m_algorithm(algorithm), m_limit_sets(std::move(limit_sets)),
-        m_key(std::move(key)), m_state{algorithm, 0, {}} {
+        m_key(std::move(key)) {
     m_side = "sqlite";
     std::vector<std::string> keys{m_key};
     m_store.reset(keys, false);
@@ -52,8 +52,7 @@ public:
   bool run(core::Nanos start, const std::vector<Arrival>& arrivals) {
     core::Nanos now = start;
     std::optional<core::Nanos> collected_at;
-    core::KeyState before_collection{m_algorithm, 0, {}};
-    core::MemoryGrantLog log_before_collection;
+    MemoryKey before_collection;
     for (std::size_t i = 0; i < arrivals.size(); ++i) {
       const Arrival& arrival = arrivals[i];
       now += arrival.advance;
@@ -66,10 +65,7 @@ public:
         Granted& granted = m_grants[arrival.give_back];
         granted.given_back = true;
         const std::vector<core::Limit>& granted_limits = m_limit_sets[granted.limit_set];
-        // The store gives back nothing to a key it no longer holds.
-        if (!m_state.limits.empty()) {
-          core::give_back(m_state, granted_limits, m_log, now, granted.core);
-        }
+        m_mirror.give_back(m_algorithm, granted_limits, granted.core, now);
         m_store.give_back(m_key, m_algorithm, granted_limits, granted.store);
         ++given;
         collected_at.reset(); // the states differ from here on, by what was given back
@@ -78,19 +74,18 @@ public:
       // fresh, as after a long pause between arrivals; the decision below must not mind.
       if (i % 7 == 3) {
         m_store.collect_garbage();
-        if (!forgotten(now, before_collection, log_before_collection, collected_at)) {
+        if (!forgotten(now, before_collection, collected_at)) {
           return false;
         }
       }
       core::Request request{now, arrival.cost, arrival.reserve, arrival.max_wait};
       if (collected_at && now >= *collected_at) {
         // The collection changed no decision: the state it forgot decides the same.
-        core::KeyState old = before_collection;
-        forget_if_fresh(old, log_before_collection, limits, now);
-        core::Decision kept = core::decide(old, limits, log_before_collection, request);
-        core::KeyState renewed = m_state;
-        core::MemoryGrantLog renewed_log = m_log;
-        core::Decision fresh = core::decide(renewed, limits, renewed_log, request);
+        core::KeyCall call{m_algorithm, true, limits, request};
+        MemoryKey kept_key = before_collection;
+        core::Decision kept = kept_key.decide(call).decision;
+        MemoryKey renewed = m_mirror;
+        core::Decision fresh = renewed.decide(call).decision;
         if (!same(kept.allowed, fresh.allowed, "collected key allowed") ||
             !same(kept.wait, fresh.wait, "collected key wait") ||
             !same(kept.remaining, fresh.remaining, "collected key remaining")) {
@@ -98,13 +93,7 @@ public:
         }
       }
       collected_at.reset();
-      forget_if_fresh(m_state, m_log, limits, now);
-      core::KeyState trial = m_state;
-      core::Decision expected = core::decide(trial, limits, m_log, request);
-      bool stored = !m_state.limits.empty();
-      if (expected.allowed || (stored && trial.limits != m_state.limits)) {
-        m_state = trial;
-      }
+      core::Decision expected = m_mirror.decide({m_algorithm, true, limits, request}).decision;
       core::Decision actual = m_store.decide(m_key, m_algorithm, true, limits, request);
       if (!same_decision(expected, actual)) {
         return false;
@@ -118,7 +107,7 @@ public:
         // collection inside `decide` rarely finds this key fresh just after its decision.
         m_store.collect_garbage();
       }
-      if (!forgotten(now, before_collection, log_before_collection, collected_at)) {
+      if (!forgotten(now, before_collection, collected_at)) {
         return false;
       }
       if (i % 5 == 4 && !same_standing(now + arrival.advance / 2)) {
@@ -133,21 +122,18 @@ private:
   // `gc`, or by a decision): its state must have been fresh at `now`. The mirror then goes
   // on from a new key, keeping what it forgot to check that it decides the same. False on
   // a disagreement (reported).
-  bool forgotten(core::Nanos now, core::KeyState& before_collection,
-                 core::MemoryGrantLog& log_before_collection,
+  bool forgotten(core::Nanos now, MemoryKey& before_collection,
                  std::optional<core::Nanos>& collected_at) {
     std::vector<std::string> keys{m_key};
-    if (m_state.limits.empty() || !m_store.status(keys).empty()) {
+    if (!m_mirror.stored || !m_store.status(keys).empty()) {
       return true;
     }
-    if (!same(1, core::is_fresh(m_state, m_log, now), "collected key was fresh")) {
+    if (!same(1, m_mirror.fresh(now), "collected key was fresh")) {
       return false;
     }
-    before_collection = m_state;
-    log_before_collection = m_log;
+    before_collection = m_mirror;
     collected_at = now;
-    m_state = core::KeyState{m_algorithm, 0, {}};
-    m_log = core::MemoryGrantLog{};
+    m_mirror = MemoryKey{};
     ++collected;
     return true;
   }
@@ -165,17 +151,18 @@ private:
     m_clock = now;
     std::vector<std::string> keys{m_key};
     std::vector<store::KeyStatus> actual = m_store.status(keys);
-    if (m_state.limits.empty()) {
+    if (!m_mirror.stored) {
       return same(0, static_cast<std::int64_t>(actual.size()), "stored");
     }
     if (!same(1, static_cast<std::int64_t>(actual.size()), "stored")) {
       return false;
     }
     const store::KeyStatus& got = actual.front();
-    core::Decision expected = core::inspect(m_state, m_log, now);
-    bool ok = same(m_state.clock, got.state.clock, "clock") &&
-              same(m_state.log_period, got.state.log_period, "log period") &&
-              same(static_cast<std::int64_t>(m_state.limits.size()),
+    const core::KeyState& state = *m_mirror.stored;
+    core::Decision expected = core::inspect(state, m_mirror.log, now);
+    bool ok = same(state.clock, got.state.clock, "clock") &&
+              same(state.log_period, got.state.log_period, "log period") &&
+              same(static_cast<std::int64_t>(state.limits.size()),
                    static_cast<std::int64_t>(got.state.limits.size()), "limits") &&
               same(expected.now, got.standing.now, "now") &&
               same(expected.allowed, got.standing.allowed, "allowed") &&
@@ -184,8 +171,8 @@ private:
               same(expected.reset_after, got.standing.reset_after, "reset_after") &&
               same(static_cast<std::int64_t>(expected.binding),
                    static_cast<std::int64_t>(got.standing.binding), "binding");
-    for (std::size_t i = 0; ok && i < m_state.limits.size(); ++i) {
-      ok = m_state.limits[i] == got.state.limits[i] || same(0, 1, "stored limit and slots differ");
+    for (std::size_t i = 0; ok && i < state.limits.size(); ++i) {
+      ok = state.limits[i] == got.state.limits[i] || same(0, 1, "stored limit and slots differ");
       ok = ok &&
            same(expected.limits[i].remaining, got.standing.limits[i].remaining, "limit remaining");
     }
@@ -197,8 +184,7 @@ private:
   core::Algorithm m_algorithm;
   std::vector<std::vector<core::Limit>> m_limit_sets;
   std::string m_key;
-  core::KeyState m_state;
-  core::MemoryGrantLog m_log;
+  MemoryKey m_mirror;
   std::vector<Granted> m_grants;
 };
 

@@ -4,8 +4,6 @@
 -- stay exact; quotients go through floor_div, and products of a count and a duration,
 -- which may pass 2^53, through mul_div.
 
-local k_exact = 9007199254740992 -- 2^53
-
 -- floor(a / b) for b > 0 and |a| < 2^53: the double quotient may be off by one, and the
 -- remainder tells which way.
 local function floor_div(a, b)
@@ -67,45 +65,17 @@ local function is_exact(n)
   return n > -k_exact and n < k_exact and n == math.floor(n)
 end
 
--- The bounds of src/core/bounds.hpp in microseconds: times from -2^60 to 2^62 ns, window
--- counts up to 2^53 - 1; a period of at most 10 years (366 days each), a bucket's refill
--- of at most twice that.
-local k_max_time = 4611686018427387
-local k_min_time = -1152921504606846
-local k_max_total = k_exact - 1
--- core::k_max_window_count: where the windows' counts and what a key granted saturate;
--- below 2^51, so that mul_div may divide by it.
-local k_max_window_count = 1125899906842624
-
--- `count` plus `cost`, saturated (core::add_window_count).
+-- `count` plus `cost`, saturated at the prelude's k_max_window_count
+-- (core::add_window_count).
 local function add_window_count(count, cost)
   if count >= k_max_window_count - cost then
     return k_max_window_count
   end
   return count + cost
 end
-local k_max_count = 1000000000000
-local k_max_duration = 10 * 366 * 24 * 3600 * 1000000
-
-local function is_time(n)
-  return n ~= nil and is_exact(n) and n >= k_min_time and n <= k_max_time
-end
-
-local function is_total(n)
-  return n ~= nil and is_exact(n) and n >= 0 and n <= k_max_total
-end
-
--- The buckets take a burst; the windows count grants in their second and third slots.
-local function takes_burst(algorithm)
-  return algorithm == 'token-bucket' or algorithm == 'leaky-bucket'
-end
-
--- core::rescale's saturation, INT64_MAX / 4 ns (73 years), in microseconds: a time this far
--- from now still lies within is_time's bound.
-local k_far = 2305843009213693
 
 -- `duration` of use at the interval `from`, as a duration at the interval `to`, rounded up
--- (core::rescale); saturates at k_far.
+-- (core::rescale); saturates at k_far (the prelude), 73 years.
 local function rescale(duration, from, to)
   if duration <= 0 then
     return 0

@@ -87,5 +87,9 @@ local function redis_log(by_time, by_cost)
     end
   end
 
+  function log.clear()
+    redis.call('DEL', by_time, by_cost)
+  end
+
   return log
 end

@@ -1,15 +1,21 @@
--- The five algorithms, one table of functions each, mirroring src/core/*.cpp line for line
--- (the conformance test holds them to it). A limit is {count, period, burst, interval}; a
--- state is {s[1], s[2], s[3]}, the core's three slots; every time is in microseconds.
--- earliest returns the grant time and, for the leaky bucket, the time before which a
--- reservation is refused. carry(limit, stored, now, granted) derives the slots of a limit
--- that the key does not hold from the stored limits ({limit, slots} each); shares_state
--- marks the sliding log, whose slots are the key's, the same for every limit;
--- remembers_unnamed the algorithms whose keys keep the limits a call did not name, as long
--- as keeps_remembered(st, log, now) says (by default while the limit holds something);
--- protect(st, s, log, at, cost) the sliding log's slot for a grant that must not overfill
--- the windows of a remembered limit's grants; counts_granted the windows, whose keys count
--- the cost they granted since their state was made.
+-- The rules of each algorithm, one table of functions each, mirroring src/core/*.cpp line
+-- for line (the conformance and differential tests hold them to it), by the name of its C++
+-- enumerator. A limit is {count, period, burst, interval}; a state is {s[1], s[2], s[3]},
+-- the core's three slots; every time is in microseconds. earliest returns the grant time
+-- and, for the leaky bucket, the time before which a reservation is refused.
+-- carry(limit, stored, now, granted) derives the slots of a limit that the key does not
+-- hold from the stored limits ({limit, slots} each); keeps_remembered(st, log, now) says
+-- whether the key still needs a limit it remembers (by default while the limit holds
+-- something); protect(st, s, log, at, cost) is the sliding log's slot for a grant that must
+-- not overfill the windows of a remembered limit's grants; read_earlier_version(st) reads a
+-- window's slots as stored before keys counted what they granted. What else the core knows
+-- of each algorithm (its Rules' shares_state, remembers_unnamed and counts_granted among
+-- it) comes with its entry of the prelude's table.
+
+-- core::Limit: count per period, with a burst; `interval` is its emission interval.
+local function make_limit(count, period, burst)
+  return {count = count, period = period, burst = burst, interval = ceil_div(period, count)}
+end
 
 local function window_start(t, period)
   return floor_div(t, period) * period
@@ -20,7 +26,7 @@ local rules = {}
 -- Token bucket in TAT form: s[1] is the theoretical arrival time; past now + burst *
 -- interval it is the debt of reservations. s[2] is not before the latest grant still
 -- standing (only give_back reads it).
-rules['token-bucket'] = {
+rules.token_bucket = {
   earliest = function(limit, s, log, now, cost)
     return math.max(now, s[1] + (cost - limit.burst) * limit.interval)
   end,
@@ -68,13 +74,12 @@ rules['token-bucket'] = {
     end
     return {bound or kept, latest_grant, 0}
   end,
-  remembers_unnamed = true,
 }
 
 -- Leaky bucket by virtual scheduling: s[1] is the next free output time. A cost of C
 -- leaves C - 1 intervals more, so that no PERIOD holds more than N; the queue refuses a
 -- request with `burst` units waiting ahead, whatever its own cost.
-rules['leaky-bucket'] = {
+rules.leaky_bucket = {
   earliest = function(limit, s, log, now, cost)
     return math.max(now, s[1] + (cost - 1) * limit.interval), s[1] - limit.burst * limit.interval
   end,
@@ -118,7 +123,6 @@ rules['leaky-bucket'] = {
     end
     return {bound or kept, 0, 0}
   end,
-  remembers_unnamed = true,
 }
 
 -- Fixed window aligned to the epoch: s[1] is the latest window with grants, s[2] its cost,
@@ -137,7 +141,7 @@ local function always()
   return true
 end
 
-rules['fixed-window'] = {
+rules.fixed_window = {
   earliest = function(limit, s, log, now, cost)
     if s[1] < window_start(now, limit.period) then
       return now
@@ -199,9 +203,7 @@ rules['fixed-window'] = {
     end
     return {window, used, latest}
   end,
-  remembers_unnamed = true,
   keeps_remembered = always,
-  counts_granted = true,
   -- Written before the latest grant was kept: its grants may lie anywhere in the window.
   read_earlier_version = function(st)
     if st.slots[3] == 0 and st.slots[1] ~= 0 then
@@ -233,7 +235,7 @@ local function roll(s, start, period)
   return start, 0, 0
 end
 
-rules['sliding-window'] = {
+rules.sliding_window = {
   earliest = function(limit, s, log, now, cost)
     local period = limit.period
     local time = math.max(now, current_window(s, period))
@@ -329,9 +331,7 @@ rules['sliding-window'] = {
     local window = window_start(latest, limit.period)
     return {latest, at_most(window, latest + 1), at_most(window - limit.period, window)}
   end,
-  remembers_unnamed = true,
   keeps_remembered = always,
-  counts_granted = true,
   -- s[1] was the current window's start: its grants may lie anywhere in it.
   read_earlier_version = function(st)
     if st.slots[1] ~= 0 and st.slots[2] > 0 then
@@ -343,8 +343,7 @@ rules['sliding-window'] = {
 -- Sliding log: s[1] the last grant's time, s[2] the cumulative cost of all grants, s[3]
 -- that of the grants forgotten. The entries live in `log` (see redis_log), one per key;
 -- take and give_back get a limit whose period is the log's retention.
-rules['sliding-log'] = {
-  shares_state = true,
+rules.sliding_log = {
   earliest = function(limit, s, log, now, cost)
     local time = math.max(now, s[1])
     -- Forgotten grants are at or before the oldest entry kept, which stands for them.
@@ -412,7 +411,6 @@ rules['sliding-log'] = {
   end,
   -- A limit of an earlier call, as the key's slots were after it: s[1] is not before its
   -- latest grant, the only time a later grant could still overfill one of its windows.
-  remembers_unnamed = true,
   keeps_remembered = function(st, log, now)
     return st.slots[1] >= now
   end,
@@ -422,7 +420,7 @@ rules['sliding-log'] = {
       return at
     end
     if latest == at then
-      local remaining = rules['sliding-log'].usage(st.limit, s, log, at)
+      local remaining = rules.sliding_log.usage(st.limit, s, log, at)
       if remaining >= cost then
         return at
       end
@@ -430,3 +428,20 @@ rules['sliding-log'] = {
     return latest + 1
   end,
 }
+
+-- Each algorithm of the C++ table (k_algorithm_table, in the prelude) with its rules, by the
+-- name users type: what the stored `algorithm` field and the operations' arguments hold.
+local algorithms = {}
+for _, entry in ipairs(k_algorithm_table) do
+  entry.rules = rules[entry.rules_key]
+  if not entry.rules then
+    error('no rules for the algorithm ' .. entry.name .. ' (src/store/lua/rules.lua)')
+  end
+  algorithms[entry.name] = entry
+end
+
+-- The algorithm of a key's `state`; a key that holds only a pause has none, and nothing of
+-- its algorithm is asked but what its no limits hold: the first of the table stands for it.
+local function algorithm_of(state)
+  return algorithms[state.algorithm] or algorithms[k_algorithm_table[1].name]
+end

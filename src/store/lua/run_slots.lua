@@ -7,10 +7,19 @@
 -- KEYS[4]: the hash of the key's state, whose field paused_until (the end of a pause) holds
 --          every start until then, as it holds every other grant on the key.
 -- ARGV[1]: the operation: join, attempt, finish, leave, renew, entries.
+-- ARGV[2]: now, for tests only; empty: the server's TIME. The operation's arguments follow.
 local rows, leases, queue = KEYS[1], KEYS[2], KEYS[3]
 local op = ARGV[1]
-local time = redis.call('TIME')
-local now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+local now = tonumber(ARGV[2])
+if not now then
+  local time = redis.call('TIME')
+  now = tonumber(time[1]) * k_micros_per_second + tonumber(time[2])
+end
+-- The operation's arguments, from 2 on.
+local args = {op}
+for i = 3, #ARGV do
+  args[i - 1] = ARGV[i]
+end
 
 local function parse(value)
   local cost, hold, pid, joined, started, ended, host =
@@ -31,7 +40,7 @@ local function format(row)
                        number(row.started), number(row.ended), row.host}, ' ')
 end
 
--- Keeps the keys at least `ms` longer (the longest lease and hold, and a minute); never
+-- Keeps the keys at least `ms` longer (the longest lease and hold, and the linger); never
 -- shortens what another command asked for.
 local function keep(ms)
   for _, key in ipairs({rows, leases, queue}) do
@@ -110,8 +119,8 @@ local function admit_under(holders, count, hold, cost)
 end
 
 if op == 'renew' then
-  redis.call('ZADD', leases, 'XX', number(now + tonumber(ARGV[3])), ARGV[2])
-  keep(math.ceil(tonumber(ARGV[3]) / 1000) + 60000)
+  redis.call('ZADD', leases, 'XX', number(now + tonumber(args[3])), args[2])
+  keep(math.ceil(tonumber(args[3]) / k_micros_per_milli) + k_run_slots_linger_ms)
   return now
 end
 
@@ -138,7 +147,7 @@ end
 expire_dead()
 
 if op == 'finish' or op == 'leave' then
-  local ticket = ARGV[2]
+  local ticket = args[2]
   local value = redis.call('HGET', rows, ticket)
   if value then
     local row = parse(value)
@@ -147,7 +156,7 @@ if op == 'finish' or op == 'leave' then
     else
       row.ended = now
       redis.call('HSET', rows, ticket, format(row))
-      keep(math.ceil(row.hold / 1000) + 60000)
+      keep(math.ceil(row.hold / k_micros_per_milli) + k_run_slots_linger_ms)
     end
   end
   redis.call('ZREM', leases, ticket)
@@ -155,19 +164,19 @@ if op == 'finish' or op == 'leave' then
   return {head(), now}
 end
 
--- join and attempt: ARGV[2] ticket (0 to join), ARGV[3] cost, ARGV[4] hold, ARGV[5] lease,
--- ARGV[6] pid, ARGV[7] host, then the caps: count and hold pairs.
-local ticket = tonumber(ARGV[2])
-local cost, hold, lease = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+-- join and attempt: args[2] ticket (0 to join), args[3] cost, args[4] hold, args[5] lease,
+-- args[6] pid, args[7] host, then the caps: count and hold pairs.
+local ticket = tonumber(args[2])
+local cost, hold, lease = tonumber(args[3]), tonumber(args[4]), tonumber(args[5])
 local caps = {}
-for i = 8, #ARGV, 2 do
-  table.insert(caps, {tonumber(ARGV[i]), tonumber(ARGV[i + 1])})
+for i = 8, #args, 2 do
+  table.insert(caps, {tonumber(args[i]), tonumber(args[i + 1])})
 end
 local longest = 0
 for _, cap in ipairs(caps) do
   longest = math.max(longest, cap[2])
 end
-if ticket == 0 or redis.call('HEXISTS', rows, ARGV[2]) == 0 then
+if ticket == 0 or redis.call('HEXISTS', rows, args[2]) == 0 then
   -- New, or forgotten by a reset while it waited: it comes (again), last.
   ticket = redis.call('HINCRBY', rows, '#next', 1)
   if ticket == 1 then
@@ -176,11 +185,11 @@ if ticket == 0 or redis.call('HEXISTS', rows, ARGV[2]) == 0 then
     redis.call('HSET', rows, '#next', number(now))
   end
   redis.call('HSET', rows, number(ticket),
-             format({cost = cost, hold = hold, pid = ARGV[6], joined = now, host = ARGV[7]}))
+             format({cost = cost, hold = hold, pid = args[6], joined = now, host = args[7]}))
   redis.call('ZADD', queue, number(ticket), number(ticket))
 end
 redis.call('ZADD', leases, number(now + lease), number(ticket))
-keep(math.ceil((math.max(lease, longest)) / 1000) + 60000)
+keep(math.ceil(math.max(lease, longest) / k_micros_per_milli) + k_run_slots_linger_ms)
 
 -- The reply of join and attempt: started, behind, kind (0 now, 1 at a time, 2 once a
 -- running holder exits), at, binding cap, now, ticket, the head to wake, the next lease
