@@ -114,9 +114,10 @@ std::string read_trace(const std::string& path) {
   return text;
 }
 
-SimulateFormat resolve_format(const SimulateOptions& options, const GlobalOptions& global) {
-  std::string name = options.format.empty() ? (global.json ? "json" : "table") : options.format;
-  if (global.json && name != "json") {
+// The format --format names; --json is json.
+SimulateFormat resolve_format(const SimulateOptions& options, bool json) {
+  std::string name = options.format.empty() ? (json ? "json" : "table") : options.format;
+  if (json && name != "json") {
     throw UsageError(fmt::format("--json conflicts with --format {}; give one of them", name));
   }
   if (name == "table") {
@@ -192,7 +193,7 @@ void check_simulation(const std::vector<core::Algorithm>& algorithms, const sim:
   }
 }
 
-void run_simulate(const SimulateOptions& options, const Given& given, const GlobalOptions& global) {
+void run_simulate(const SimulateOptions& options, const Given& given, bool json) {
   if (given.trace == given.profile) {
     throw UsageError("give exactly one of --trace FILE and --profile "
                      "steady|burst|boundary|poisson");
@@ -201,7 +202,7 @@ void run_simulate(const SimulateOptions& options, const Given& given, const Glob
     throw UsageError("--duration, --load and --seed shape a --profile; a --trace has its own "
                      "times");
   }
-  SimulateFormat format = resolve_format(options, global);
+  SimulateFormat format = resolve_format(options, json);
   std::vector<core::Algorithm> algorithms = resolve_algorithms(options.algorithm);
   sim::Settings settings;
   settings.mode = resolve_mode(options.mode);
@@ -240,7 +241,7 @@ void run_simulate(const SimulateOptions& options, const Given& given, const Glob
 
 } // namespace
 
-CommandRun setup_simulate(CLI::App& app, const GlobalOptions& global) {
+CommandRun setup_simulate(CLI::App& app) {
   auto options = std::make_shared<SimulateOptions>();
   CLI::App* command = app.add_subcommand(
       "simulate", "Compare the algorithms on a trace or a traffic profile, on a virtual clock");
@@ -287,11 +288,11 @@ CommandRun setup_simulate(CLI::App& app, const GlobalOptions& global) {
       ->option_text("N");
   command->add_option("--format", options->format, "table (default), csv or json")
       ->option_text("table|csv|json");
-  return [options, command, &global] {
+  return [options, command](const OutputSettings& output, ConfigFiles&, StoreOpener&) {
     Given given{command->count("--trace") > 0, command->count("--profile") > 0,
                 command->count("--duration") > 0, command->count("--load") > 0,
                 command->count("--seed") > 0};
-    run_simulate(*options, given, global);
+    run_simulate(*options, given, output.json);
     return k_exit_granted;
   };
 }
