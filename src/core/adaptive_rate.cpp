@@ -20,12 +20,12 @@ Nanos interval_of(std::int64_t rate) {
 constexpr int k_fraction_bits = 20;
 constexpr Wide k_max_fraction = Wide{1} << (k_fraction_bits + 10);
 
-// Successes counted over more than 64 measuring windows are folded into the last 32, as a
-// rate: the measure follows the server, a lone worker's one call in ten seconds is still
-// measured over several of its calls, and hours of idleness fold away to less than one
-// success, which is not believed.
-constexpr std::int64_t k_windows_kept = 32;
-constexpr std::int64_t k_windows_before_folding = 64;
+// Successes counted over more than 4 measuring windows are folded into the last 2, as a
+// rate: a throttle cuts from the rate the server let through lately, not from an average
+// since the last cut that the slow start after it lowers, and hours of idleness fold away to
+// less than one success, which is not believed.
+constexpr std::int64_t k_windows_kept = 2;
+constexpr std::int64_t k_windows_before_folding = 4;
 constexpr std::int64_t k_max_successes = std::int64_t{1} << 50;
 
 // How long successes must have been counted to be believed, at the key's `rate`.
