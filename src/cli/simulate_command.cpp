@@ -361,7 +361,9 @@ CommandRun setup_simulate(CLI::App& app, const GlobalOptions& global) {
       ->add_option("--load", options->load,
                    "Profile arrivals as a multiple of the first rate (default 1)")
       ->option_text("X");
-  command->add_option("--seed", options->seed, "Seed of the poisson profile (default 1)")
+  command
+      ->add_option("--seed", options->seed,
+                   "Seed of the poisson profile or of --adaptive's latencies (default 1)")
       ->option_text("N");
   command->add_option("--format", options->format, "table (default), csv or json")
       ->option_text("table|csv|json");
