@@ -1,9 +1,9 @@
 #pragma once
 
 #include "cli/gate.hpp"
-#include "cli/global_options.hpp"
 #include "cli/limit_options.hpp"
-#include "cli/store_failure.hpp"
+#include "cli/output_settings.hpp"
+#include "cli/store_opener.hpp"
 #include "store/store.hpp"
 #include "util/signals.hpp"
 
@@ -31,18 +31,20 @@ enum class Asking {
 
 // Asks `gate` for a slot as `asking` says, within `max_wait` when it reserves, with the one
 // acquisition loop (acquire_slot) on the system's clock: a signal in the sleep ends it (the
-// reservation given back), and a countdown shows on a terminal. Reports the decision
-// (stderr line, --json) itself, and warns when the slot goes ahead unchecked for a pause.
-Acquired acquire(Gate& gate, util::InterruptSignals& signals, const GlobalOptions& global,
+// reservation given back), and a countdown shows on a terminal (unless -q). Reports the
+// decision (stderr line, --json) itself as `output` says, and warns when the slot goes ahead
+// unchecked for a pause.
+Acquired acquire(Gate& gate, util::InterruptSignals& signals, const OutputSettings& output,
                  const LimitedRequest& request, Asking asking, core::Nanos max_wait);
 
-// Opens the store `global` names and acquires `request` from it as `acquire` does, through a
+// Opens the store of `stores` and acquires `request` from it as `acquire` does, through a
 // FailOpenGate: a StoreError propagates under --on-store-error=deny; under allow the request
-// is decided without the store, with a warning (see `fail_open`); under local an outage of
-// the store sends the request to the local database, with a warning (see
-// `fall_back_locally`).
-Acquired acquire_from_store(const GlobalOptions& global, util::InterruptSignals& signals,
-                            const LimitedRequest& request, Asking asking, core::Nanos max_wait);
+// is decided without the store, with a warning (see StoreOpener::fail_open); under local an
+// outage of the store sends the request to the local database, with a warning (see
+// StoreOpener::fall_back_locally).
+Acquired acquire_from_store(StoreOpener& stores, const OutputSettings& output,
+                            util::InterruptSignals& signals, const LimitedRequest& request,
+                            Asking asking, core::Nanos max_wait);
 
 // Parses --timeout (not given: no limit); throws UsageError.
 core::Nanos parse_timeout(const std::optional<std::string>& text);

@@ -2,8 +2,10 @@
 
 #include "cli/commands.hpp"
 #include "cli/exit_status.hpp"
+#include "cli/global_options.hpp"
 #include "cli/help_formatter.hpp"
 #include "cli/report.hpp"
+#include "cli/settings.hpp"
 #include "cli/usage_error.hpp"
 #include "cli/wrapped_command.hpp"
 #include "store/store.hpp"
@@ -15,6 +17,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <optional>
@@ -256,7 +259,7 @@ std::optional<int> parse_and_run(int argc, char** argv, const Command* only, boo
   std::vector<std::pair<const CLI::App*, CommandRun>> runs;
   for (const Command& command : k_commands) {
     if (only == nullptr || only == &command) {
-      CommandRun run = command.setup(app, global);
+      CommandRun run = command.setup(app);
       runs.emplace_back(app.get_subcommands({}).back(), std::move(run));
     }
   }
@@ -305,9 +308,17 @@ std::optional<int> parse_and_run(int argc, char** argv, const Command* only, boo
   }
   const CLI::App* selected = app.get_subcommands().front();
   wrapping = selected->get_name() == "run";
+  // What the options mean with the environment and the configuration files, resolved when
+  // the command first needs it: the files are read, and the store named, only then.
+  Environment environment = std::getenv;
+  ConfigFiles config(named_config_file(global, environment));
+  StoreOpener stores([&] {
+    return resolve_store_settings(global, environment,
+                                  [&]() -> const core::Result<Config>& { return config.read(); });
+  });
   for (auto& [command, run] : runs) {
     if (command == selected) {
-      return run();
+      return run(global.output, config, stores);
     }
   }
   throw UsageError("no command given; see ratelimit --help");

@@ -1,7 +1,6 @@
 #include "cli/observe.hpp"
 
 #include "cli/report.hpp"
-#include "cli/store_failure.hpp"
 #include "cli/usage_error.hpp"
 #include "core/rate.hpp"
 #include "store/store.hpp"
@@ -154,16 +153,16 @@ const char* cause_name(core::PauseCause cause) {
 
 // Pauses `key` for `duration` where `after` says: on the store, else, after a command, on
 // the local database or not at all, as --on-store-error says.
-store::PauseStanding pause_for_answer(const GlobalOptions& global, std::string_view key,
+store::PauseStanding pause_for_answer(StoreOpener& stores, std::string_view key,
                                       core::Nanos duration, ObserveAfter after) {
   try {
-    return open_store(global)->pause(key, duration);
+    return stores.open()->pause(key, duration);
   } catch (const store::StoreError& error) {
     if (after == ObserveAfter::nothing) {
       throw;
     }
-    if (falls_back_locally(global, error)) {
-      return fall_back_locally(global, error)->pause(key, duration);
+    if (stores.falls_back_locally(error)) {
+      return stores.fall_back_locally(error)->pause(key, duration);
     }
     // The command ran: its status is what the caller waits for; the lost pause is told.
     util::write_stderr(fmt::format("ratelimit: warning: {} not paused as the answer asked: {}\n",
@@ -174,18 +173,18 @@ store::PauseStanding pause_for_answer(const GlobalOptions& global, std::string_v
 
 } // namespace
 
-core::AnswerPause observe_answer(const GlobalOptions& global, std::string_view key,
-                                 const core::ServerAnswer& answer, core::Nanos max_pause,
-                                 ObserveAfter after) {
+core::AnswerPause observe_answer(StoreOpener& stores, const OutputSettings& output,
+                                 std::string_view key, const core::ServerAnswer& answer,
+                                 core::Nanos max_pause, ObserveAfter after) {
   core::Nanos now = util::realtime_nanos();
   std::random_device entropy;
   double jitter = std::uniform_real_distribution<double>(0.0, 1.0)(entropy);
   core::AnswerPause pause = core::answer_pause(answer, now, max_pause, jitter);
   store::PauseStanding standing;
   if (pause.cause != core::PauseCause::none) {
-    standing = pause_for_answer(global, key, pause.duration, after);
+    standing = pause_for_answer(stores, key, pause.duration, after);
   }
-  if (pause.capped && !global.quiet) {
+  if (pause.capped && !output.quiet) {
     util::write_stderr(
         fmt::format("ratelimit: warning: {} asks for a pause of {}; {} paused for "
                     "{} (--max-pause)\n",
@@ -193,7 +192,7 @@ core::AnswerPause observe_answer(const GlobalOptions& global, std::string_view k
                     core::format_duration(pause.asked), util::printable_key(key),
                     core::format_duration(max_pause)));
   }
-  if (global.json) {
+  if (output.json) {
     util::JsonObject object;
     object.field("key", key);
     add_answer_fields(object, answer, now);

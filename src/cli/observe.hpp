@@ -1,6 +1,7 @@
 #pragma once
 
-#include "cli/global_options.hpp"
+#include "cli/output_settings.hpp"
+#include "cli/store_opener.hpp"
 #include "core/answer_pause.hpp"
 #include "core/server_answer.hpp"
 
@@ -41,10 +42,10 @@ enum class ObserveAfter { nothing, command };
 
 // Applies `answer` to `key`: the pause it asks (core::answer_pause from the clock's now,
 // capped at `max_pause`, with a warning on stderr unless -q when the cap shortens it) on the
-// store `global` names. Under --json prints one object: the key, what the answer said
-// (status, retry_after, standings, policies, notes) and the pause. Returns the pause.
-core::AnswerPause observe_answer(const GlobalOptions& global, std::string_view key,
-                                 const core::ServerAnswer& answer, core::Nanos max_pause,
-                                 ObserveAfter after);
+// store of `stores`. Under --json prints one object: the key, what the answer said (status,
+// retry_after, standings, policies, notes) and the pause. Returns the pause.
+core::AnswerPause observe_answer(StoreOpener& stores, const OutputSettings& output,
+                                 std::string_view key, const core::ServerAnswer& answer,
+                                 core::Nanos max_pause, ObserveAfter after);
 
 } // namespace ratelimit::cli

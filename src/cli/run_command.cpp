@@ -51,9 +51,9 @@ struct RunOptions {
 
 // Without -r, the limit named KEY (see apply_named_limit). When there is none and options of
 // run's came after COMMAND, where they went is part of the message.
-std::optional<std::string> named_limit(RunOptions& options, const GlobalOptions& global) {
+std::optional<std::string> named_limit(RunOptions& options, ConfigFiles& config) {
   try {
-    return apply_named_limit(options.limit, global);
+    return apply_named_limit(options.limit, config);
   } catch (const UsageError& error) {
     if (options.options_after_command.empty()) {
       throw;
@@ -104,7 +104,7 @@ int execute(const std::vector<std::string>& command) {
 
 // run --backoff-on: the command runs as a child, as many times as --retries allows; each
 // exit with a status of --backoff-on pauses the key, for longer each time.
-int run_backing_off(const RunOptions& options, const GlobalOptions& global,
+int run_backing_off(const RunOptions& options, StoreOpener& stores, const OutputSettings& output,
                     const LimitedRequest& request, core::Nanos max_wait) {
   core::Nanos base = parse_backoff("--backoff", options.backoff, "1s");
   core::Nanos cap = parse_backoff("--backoff-max", options.backoff_max, "5min");
@@ -120,12 +120,12 @@ int run_backing_off(const RunOptions& options, const GlobalOptions& global,
   util::InterruptSignals signals;
   Asking asking = options.no_wait ? Asking::now_to_run : Asking::for_the_next;
   for (int attempt = 0;; ++attempt) {
-    Acquired acquired = acquire_from_store(global, signals, request, asking, max_wait);
+    Acquired acquired = acquire_from_store(stores, output, signals, request, asking, max_wait);
     if (acquired.signal != 0) {
       return 128 + acquired.signal;
     }
     if (!acquired.decision.allowed) {
-      return global.limited_exit_code;
+      return output.limited_exit_code;
     }
     // The command inherits standard output: what is buffered goes first.
     if (!check_stdout()) {
@@ -147,17 +147,17 @@ int run_backing_off(const RunOptions& options, const GlobalOptions& global,
           .field("retry", retrying);
     };
     try {
-      pause_key(global, request.key, delay, add_backoff);
+      pause_key(output.json, *stores.open(), request.key, delay, add_backoff);
     } catch (const store::StoreError& error) {
-      if (falls_back_locally(global, error)) {
+      if (stores.falls_back_locally(error)) {
         // Where the retry decides while the store is out of reach.
-        pause_key(global, *fall_back_locally(global, error), request.key, delay, add_backoff);
-      } else if (!fail_open(global, error)) {
+        pause_key(output.json, *stores.fall_back_locally(error), request.key, delay, add_backoff);
+      } else if (!stores.fail_open(error)) {
         // Under --on-store-error=allow the retry goes on without the pause.
         throw;
       }
     }
-    if (!global.quiet) {
+    if (!output.quiet) {
       util::write_stderr(fmt::format(
           "ratelimit: {} exited with {}: {} paused for {}{}\n",
           util::printable_key(options.command[0]), status, util::printable_key(request.key),
@@ -175,7 +175,8 @@ int run_backing_off(const RunOptions& options, const GlobalOptions& global,
 }
 
 // -j and --until-exit: the command runs as a child that holds a slot until it exits.
-int run_holding_slot(RunOptions options, const GlobalOptions& global) {
+int run_holding_slot(RunOptions options, ConfigFiles& config, StoreOpener& stores,
+                     const OutputSettings& output) {
   HoldingRun run;
   run.until_exit = options.until_exit;
   if (options.concurrency) {
@@ -192,9 +193,9 @@ int run_holding_slot(RunOptions options, const GlobalOptions& global) {
   std::optional<std::string> named_timeout;
   bool rates_needed =
       options.until_exit || !options.limit.rates.empty() ||
-      (!options.limit.key.empty() && configuration(global).limits.contains(options.limit.key));
+      (!options.limit.key.empty() && config.config().limits.contains(options.limit.key));
   if (rates_needed) {
-    named_timeout = named_limit(options, global);
+    named_timeout = named_limit(options, config);
     if (options.until_exit) {
       // A named limit's algorithm and bursts do not apply: each rate is a count of runs.
       options.limit.algorithm = "sliding-log";
@@ -232,12 +233,13 @@ int run_holding_slot(RunOptions options, const GlobalOptions& global) {
   run.lease = *lease;
   run.command = std::move(options.command);
   // What a command needs to call `ratelimit pause "$RATELIMIT_KEY"` on the same store.
-  export_store_environment(global);
+  stores.export_environment();
   ::setenv("RATELIMIT_KEY", run.request.key.c_str(), 1);
-  return run_holding(run, global);
+  return run_holding(run, stores, output);
 }
 
-int run_run(RunOptions options, const GlobalOptions& global) {
+int run_run(RunOptions options, const OutputSettings& output, ConfigFiles& config,
+            StoreOpener& stores) {
   if (options.lease && !options.concurrency && !options.until_exit) {
     throw UsageError("--lease applies to -j and --until-exit; give one of them");
   }
@@ -248,9 +250,9 @@ int run_run(RunOptions options, const GlobalOptions& global) {
       throw UsageError("--backoff-on does not combine with -j or --until-exit; back off with "
                        "`ratelimit pause \"$RATELIMIT_KEY\" DURATION` from the command instead");
     }
-    return run_holding_slot(std::move(options), global);
+    return run_holding_slot(std::move(options), config, stores, output);
   }
-  std::optional<std::string> named_timeout = named_limit(options, global);
+  std::optional<std::string> named_timeout = named_limit(options, config);
   if (!options.timeout) {
     options.timeout = named_timeout;
   }
@@ -273,25 +275,25 @@ int run_run(RunOptions options, const GlobalOptions& global) {
     }
   }
   // What a command needs to call `ratelimit pause "$RATELIMIT_KEY"` on the same store.
-  export_store_environment(global);
+  stores.export_environment();
   ::setenv("RATELIMIT_KEY", request.key.c_str(), 1);
   if (!options.backoff_on.empty()) {
-    return run_backing_off(options, global, request, max_wait);
+    return run_backing_off(options, stores, output, request, max_wait);
   }
   util::InterruptSignals signals;
   // The store is closed again before the command runs.
   Acquired acquired =
-      acquire_from_store(global, signals, request,
+      acquire_from_store(stores, output, signals, request,
                          options.no_wait ? Asking::now_to_run : Asking::for_the_next, max_wait);
   if (acquired.signal != 0) {
     return 128 + acquired.signal;
   }
   if (!acquired.decision.allowed) {
-    return global.limited_exit_code;
+    return output.limited_exit_code;
   }
   signals.restore();
   if (options.observe.observe) {
-    return run_observed(options.command, global, request.key, max_pause, signals);
+    return run_observed(options.command, stores, output, request.key, max_pause, signals);
   }
   return execute(options.command);
 }
@@ -316,7 +318,7 @@ CLI::Validator exit_status_validator() {
 
 } // namespace
 
-CommandRun setup_run(CLI::App& app, const GlobalOptions& global) {
+CommandRun setup_run(CLI::App& app) {
   auto options = std::make_shared<RunOptions>();
   CLI::App* command = app.add_subcommand("run", "Wait for a slot, then execute COMMAND (no shell)");
   command->footer(
@@ -374,7 +376,8 @@ CommandRun setup_run(CLI::App& app, const GlobalOptions& global) {
                    "The command and its arguments: from the first word after KEY that is not "
                    "an option, or after --")
       ->option_text("[--] COMMAND [ARG...]");
-  return [options, command, &app, &global] {
+  return [options, command, &app](const OutputSettings& output, ConfigFiles& config,
+                                  StoreOpener& stores) {
     // Looked for only among COMMAND's arguments: its name may be anything.
     for (std::size_t i = 1; i < options->command.size(); ++i) {
       const std::string& word = options->command[i];
@@ -388,7 +391,7 @@ CommandRun setup_run(CLI::App& app, const GlobalOptions& global) {
         options->options_after_command.push_back(name);
       }
     }
-    return run_run(*options, global);
+    return run_run(*options, output, config, stores);
   };
 }
 

@@ -105,17 +105,17 @@ private:
   std::string m_path;
 };
 
-void warn(const GlobalOptions& global, const std::string& message) {
-  if (!global.quiet) {
+void warn(const OutputSettings& output, const std::string& message) {
+  if (!output.quiet) {
     util::write_stderr(fmt::format("ratelimit: warning: --observe: {}\n", message));
   }
 }
 
 // Reads the head at `plan.path` after the command, and observes it for `key`.
-void observe_head(const HeadPlan& plan, const GlobalOptions& global, std::string_view key,
-                  core::Nanos max_pause) {
+void observe_head(const HeadPlan& plan, StoreOpener& stores, const OutputSettings& output,
+                  std::string_view key, core::Nanos max_pause) {
   if (plan.path.empty()) {
-    warn(global, plan.problem);
+    warn(output, plan.problem);
     return;
   }
   core::AnswerInput input;
@@ -123,7 +123,7 @@ void observe_head(const HeadPlan& plan, const GlobalOptions& global, std::string
   try {
     head = read_head_file(plan.path, util::realtime_nanos());
   } catch (const UsageError& error) {
-    warn(global, fmt::format("nothing observed: {}", error.what()));
+    warn(output, fmt::format("nothing observed: {}", error.what()));
     return;
   }
   if (head.text.empty()) {
@@ -133,11 +133,11 @@ void observe_head(const HeadPlan& plan, const GlobalOptions& global, std::string
   input.arrived = head.arrived;
   auto answer = core::understand_answer(input);
   if (!answer) {
-    warn(global,
+    warn(output,
          fmt::format("nothing observed: {}: {}", util::printable_key(plan.path), answer.error()));
     return;
   }
-  observe_answer(global, key, *answer, max_pause, ObserveAfter::command);
+  observe_answer(stores, output, key, *answer, max_pause, ObserveAfter::command);
 }
 
 } // namespace
@@ -163,8 +163,9 @@ HeadPlan plan_head(std::vector<std::string> command, const std::string& private_
   return plan;
 }
 
-int run_observed(const std::vector<std::string>& command, const GlobalOptions& global,
-                 std::string_view key, core::Nanos max_pause, util::InterruptSignals& signals) {
+int run_observed(const std::vector<std::string>& command, StoreOpener& stores,
+                 const OutputSettings& output, std::string_view key, core::Nanos max_pause,
+                 util::InterruptSignals& signals) {
   PrivateFile file;
   HeadPlan plan = plan_head(command, file.path());
   // A command that is not curl writes the head there; with curl's -D - it stays empty.
@@ -176,7 +177,7 @@ int run_observed(const std::vector<std::string>& command, const GlobalOptions& g
   }
   int status = util::run_child(plan.command);
   signals.block();
-  observe_head(plan, global, key, max_pause);
+  observe_head(plan, stores, output, key, max_pause);
   return status;
 }
 

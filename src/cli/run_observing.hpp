@@ -1,7 +1,8 @@
 #pragma once
 
 #include "cli/cli11_fwd.hpp"
-#include "cli/global_options.hpp"
+#include "cli/output_settings.hpp"
+#include "cli/store_opener.hpp"
 #include "util/signals.hpp"
 
 #include <optional>
@@ -48,7 +49,8 @@ HeadPlan plan_head(std::vector<std::string> command, const std::string& private_
 // file (0600) for its response head, named in $RATELIMIT_HEADERS, and `--dump-header` added
 // when it is curl; after it exits, observes the head for `key` as `ratelimit observe` does
 // (a store failure is then a warning), removes the file, and returns the command's status.
-int run_observed(const std::vector<std::string>& command, const GlobalOptions& global,
-                 std::string_view key, core::Nanos max_pause, util::InterruptSignals& signals);
+int run_observed(const std::vector<std::string>& command, StoreOpener& stores,
+                 const OutputSettings& output, std::string_view key, core::Nanos max_pause,
+                 util::InterruptSignals& signals);
 
 } // namespace ratelimit::cli

@@ -125,9 +125,10 @@ std::string read_trace(const std::string& path) {
   return text;
 }
 
-SimulateFormat resolve_format(const SimulateOptions& options, const GlobalOptions& global) {
-  std::string name = options.format.empty() ? (global.json ? "json" : "table") : options.format;
-  if (global.json && name != "json") {
+// The format --format names; --json is json.
+SimulateFormat resolve_format(const SimulateOptions& options, bool json) {
+  std::string name = options.format.empty() ? (json ? "json" : "table") : options.format;
+  if (json && name != "json") {
     throw UsageError(fmt::format("--json conflicts with --format {}; give one of them", name));
   }
   if (name == "table") {
@@ -232,8 +233,7 @@ std::vector<sim::ServerLimit> resolve_server_limits(const std::vector<std::strin
 }
 
 // `simulate --adaptive`: workers through one adaptive key against a server's secret limit.
-void run_adaptive_replay(const SimulateOptions& options, const Given& given,
-                         const GlobalOptions& global) {
+void run_adaptive_replay(const SimulateOptions& options, const Given& given, bool json) {
   if (!options.adaptive) {
     throw UsageError("--server-limit, --workers, --calls and --latency replay a server against "
                      "--adaptive; add --adaptive");
@@ -249,7 +249,7 @@ void run_adaptive_replay(const SimulateOptions& options, const Given& given,
   if (options.rates.size() != 1) {
     throw UsageError("--adaptive takes one --rate, the ceiling of the adaptive rate");
   }
-  SimulateFormat format = resolve_format(options, global);
+  SimulateFormat format = resolve_format(options, json);
   sim::AdaptiveSpec spec;
   spec.ceiling = checked(core::parse_rate(options.rates.front()));
   spec.server = resolve_server_limits(options.server_limits);
@@ -266,9 +266,9 @@ void run_adaptive_replay(const SimulateOptions& options, const Given& given,
   print_adaptive_replay(format, spec, sim::replay_adaptive(spec));
 }
 
-void run_simulate(const SimulateOptions& options, const Given& given, const GlobalOptions& global) {
+void run_simulate(const SimulateOptions& options, const Given& given, bool json) {
   if (options.adaptive || given.server_limit || given.replay_shape) {
-    run_adaptive_replay(options, given, global);
+    run_adaptive_replay(options, given, json);
     return;
   }
   if (given.trace == given.profile) {
@@ -279,7 +279,7 @@ void run_simulate(const SimulateOptions& options, const Given& given, const Glob
     throw UsageError("--duration, --load and --seed shape a --profile; a --trace has its own "
                      "times");
   }
-  SimulateFormat format = resolve_format(options, global);
+  SimulateFormat format = resolve_format(options, json);
   std::vector<core::Algorithm> algorithms = resolve_algorithms(options.algorithm);
   sim::Settings settings;
   settings.mode = resolve_mode(options.mode);
@@ -318,7 +318,7 @@ void run_simulate(const SimulateOptions& options, const Given& given, const Glob
 
 } // namespace
 
-CommandRun setup_simulate(CLI::App& app, const GlobalOptions& global) {
+CommandRun setup_simulate(CLI::App& app) {
   auto options = std::make_shared<SimulateOptions>();
   CLI::App* command = app.add_subcommand(
       "simulate", "Compare the algorithms on a trace or a traffic profile, on a virtual clock");
@@ -383,7 +383,7 @@ CommandRun setup_simulate(CLI::App& app, const GlobalOptions& global) {
       ->add_option("--latency", options->latency,
                    "With --adaptive: mean time from a call to its answer (default 100ms)")
       ->option_text("DURATION");
-  return [options, command, &global] {
+  return [options, command](const OutputSettings& output, ConfigFiles&, StoreOpener&) {
     Given given{command->count("--trace") > 0, command->count("--profile") > 0,
                 command->count("--duration") > 0, command->count("--load") > 0,
                 command->count("--seed") > 0};
@@ -394,7 +394,7 @@ CommandRun setup_simulate(CLI::App& app, const GlobalOptions& global) {
     given.server_limit = command->count("--server-limit") > 0;
     given.replay_shape =
         command->count("--workers") + command->count("--calls") + command->count("--latency") > 0;
-    run_simulate(*options, given, global);
+    run_simulate(*options, given, output.json);
     return k_exit_granted;
   };
 }

@@ -169,12 +169,12 @@ struct ShownKey {
   store::KeyCounters counters;
 };
 
-int run_status(const StatusOptions& options, const GlobalOptions& global) {
+int run_status(const StatusOptions& options, bool json, StoreOpener& stores) {
   for (const std::string& key : options.keys) {
     check_key(key);
   }
   // A database that does not exist holds no keys: it is not created to say so.
-  auto store = open_existing_store(global);
+  auto store = stores.open_existing();
   std::vector<store::KeyStatus> found;
   std::vector<store::NamedCounters> counters;
   std::vector<store::RunEntry> entries;
@@ -234,7 +234,7 @@ int run_status(const StatusOptions& options, const GlobalOptions& global) {
     exit_status = k_exit_store;
   }
 
-  if (global.json) {
+  if (json) {
     std::string out = "[";
     for (const ShownKey& key : shown) {
       out += (out.size() > 1 ? "," : "") + (key.status
@@ -292,7 +292,7 @@ int run_status(const StatusOptions& options, const GlobalOptions& global) {
 
 } // namespace
 
-CommandRun setup_status(CLI::App& app, const GlobalOptions& global) {
+CommandRun setup_status(CLI::App& app) {
   auto options = std::make_shared<StatusOptions>();
   CLI::App* command = app.add_subcommand(
       "status", "Show the state and counters of keys (all keys without KEY) without consuming "
@@ -301,7 +301,9 @@ CommandRun setup_status(CLI::App& app, const GlobalOptions& global) {
                   "damaged (the others are shown).\n"
                   "Example: ratelimit status api --json");
   command->add_option("key", options->keys, "Keys to show (default: every key)");
-  return [options, &global] { return run_status(*options, global); };
+  return [options](const OutputSettings& output, ConfigFiles&, StoreOpener& stores) {
+    return run_status(*options, output.json, stores);
+  };
 }
 
 } // namespace ratelimit::cli

@@ -161,6 +161,12 @@ test_bad_durations() {
   expect_usage_error "--timeout: invalid duration" pipe k -r 5/s -t "" </dev/null
   expect_usage_error "--lock-timeout: invalid duration" try k -r 5/s --lock-timeout soon
   expect_usage_error "--lock-timeout: invalid duration" try k -r 5/s --lock-timeout -1s
+  # Empty, the store's timeouts are no more "not given" than -t's; and an option given is
+  # checked whatever the store (here one that is never reached).
+  expect_usage_error "--lock-timeout: invalid duration" try k -r 5/s --lock-timeout ""
+  expect_usage_error "--store-timeout: invalid duration" try k -r 5/s --store-timeout ""
+  expect_usage_error "--lock-timeout: invalid duration" --store redis://127.0.0.1:1 \
+    try k -r 5/s --lock-timeout soon
 }
 
 test_unknown_algorithm_and_on_store_error_values() {
