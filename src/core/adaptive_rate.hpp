@@ -63,9 +63,9 @@ inline constexpr std::int64_t k_least_floor = k_micro_per_second / 60;
 // longest of a second (a request's round trip) and the time the cut rate takes for
 // k_round_grants grants (one per worker of a pool of eight). Throttles within a round of the
 // last cut are one overload, and cut once.
+// Successes are believed once counted for as long as a round at the key's current rate.
 inline constexpr Nanos k_least_round = k_nanos_per_second;
 inline constexpr std::int64_t k_round_grants = 8;
-// Successes are measured over at least a round (see above), and only then believed.
 // K, the time from a cut back to W_max: the longest of k_least_recovery and the time W_max
 // takes for k_recovery_grants grants.
 inline constexpr Nanos k_least_recovery = 6 * k_nanos_per_second;
