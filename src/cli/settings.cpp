@@ -1,7 +1,7 @@
 #include "cli/settings.hpp"
 
 #include "core/rate.hpp"
-#include "store/redis_keys.hpp"
+#include "store/redis/redis_keys.hpp"
 
 #include <cstddef>
 #include <fmt/format.h>
@@ -273,7 +273,7 @@ private:
     if (const auto* sqlite = std::get_if<store::SqliteLocation>(&*location)) {
       return store::DatabaseLocation{sqlite->path, "", ""};
     }
-    if (std::optional<std::string> problem = store::redis_prefix_problem(prefix)) {
+    if (std::optional<std::string> problem = store::redis::redis_prefix_problem(prefix)) {
       throw SettingError{*problem};
     }
     store::RedisLocation redis = std::get<store::RedisLocation>(*location);

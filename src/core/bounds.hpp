@@ -10,7 +10,7 @@ namespace ratelimit::core {
 // Far enough inside int64 that the algorithms' arithmetic (a time plus a few periods or
 // a bucket's refill, a difference of two times) cannot overflow, and inside the 2^53 that
 // the Redis script's doubles hold exactly (its times are microseconds). The Lua script
-// (src/store/lua/arith.lua) applies the same bounds.
+// (src/store/redis/lua/arith.lua) applies the same bounds.
 
 // The latest time: 2^62 ns after the epoch, in the year 2116. A clock past it is beyond
 // the supported range; a slot past it is too far away to be granted.

@@ -9,7 +9,7 @@ namespace ratelimit::core {
 
 // The whole life of one stored key, for the stores: what a call does to the key it finds
 // (or to no key), and what the store must write back. Both stores call these functions
-// (the Redis script mirrors them, phase for phase, in src/store/lua/key_life.lua), so that
+// (the Redis script mirrors them, phase for phase, in src/store/redis/lua/key_life.lua), so that
 // a key lives the same life in either; a store only reads the key, calls one of them and
 // writes what it says.
 

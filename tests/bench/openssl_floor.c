@@ -1,7 +1,7 @@
 /* The floor of a rediss:// decision made by a process of its own: what loading OpenSSL 3
  * costs before any connection. Loads libssl.so.3 as ratelimit does (dlopen, at the first TLS
  * connection), then up to STAGE: 1 nothing more, 2 OPENSSL_init_ssl with ratelimit's options
- * (src/store/openssl_library.cpp), 3 also SSL_CTX_new.
+ * (src/store/tls/openssl_library.cpp), 3 also SSL_CTX_new.
  *
  *   openssl_floor STAGE      exit 0, or 1 when a stage fails */
 #include <dlfcn.h>

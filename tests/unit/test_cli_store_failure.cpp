@@ -4,7 +4,7 @@
 #include "cli/store_opener.hpp"
 #include "cli/usage_error.hpp"
 #include "scoped_env.hpp"
-#include "store/sqlite_store.hpp"
+#include "store/sqlite/sqlite_store.hpp"
 #include "temporary_database.hpp"
 
 #include <cstdlib>
@@ -83,7 +83,7 @@ private:
     }
   }
 
-  store::SqliteStore m_store;
+  store::sqlite::SqliteStore m_store;
 };
 
 cli::LimitedRequest three_a_minute() {
@@ -95,7 +95,7 @@ cli::LimitedRequest three_a_minute() {
 }
 
 std::int64_t granted_in(const std::string& path) {
-  store::SqliteStore database(path, k_minute);
+  store::sqlite::SqliteStore database(path, k_minute);
   std::string key = "k";
   auto status = database.status(std::span(&key, 1));
   return status.empty() ? 0 : status.front().counters.granted;

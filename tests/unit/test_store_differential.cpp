@@ -13,8 +13,8 @@
 #include "core/rules.hpp"
 #include "differential.hpp"
 #include "redis_server.hpp"
-#include "store/redis_store.hpp"
-#include "store/sqlite_store.hpp"
+#include "store/redis/redis_store.hpp"
+#include "store/sqlite/sqlite_store.hpp"
 #include "temporary_database.hpp"
 
 #include <doctest/doctest.h>
@@ -441,15 +441,15 @@ void check_store(store::Store& store, core::Nanos& clock, bool micros, const cha
 TEST_CASE("differential: the SQLite store decides as the core, on random scenarios") {
   test::TemporaryDatabase database;
   core::Nanos clock = 0;
-  store::SqliteStore store(database.path(), 2 * core::k_nanos_per_second,
-                           store::Creation::if_missing, [&clock] { return clock; });
+  store::sqlite::SqliteStore store(database.path(), 2 * core::k_nanos_per_second,
+                                   store::Creation::if_missing, [&clock] { return clock; });
   check_store(store, clock, false, "sqlite", [&](std::uint64_t) { store.collect_garbage(); });
 }
 
 TEST_CASE("differential: the Redis store decides as the core, on random scenarios") {
   RATELIMIT_REDIS_SERVER(server);
   core::Nanos clock = 0;
-  store::RedisStore store(server->location(), "differential:", 2 * core::k_nanos_per_second,
-                          [&clock] { return clock; });
+  store::redis::RedisStore store(server->location(), "differential:", 2 * core::k_nanos_per_second,
+                                 [&clock] { return clock; });
   check_store(store, clock, true, "redis");
 }

@@ -4,9 +4,9 @@
 #include "conformance.hpp"
 #include "differential.hpp"
 #include "redis_server.hpp"
-#include "store/redis_keys.hpp"
-#include "store/redis_reply.hpp"
-#include "store/redis_store.hpp"
+#include "store/redis/redis_keys.hpp"
+#include "store/redis/redis_reply.hpp"
+#include "store/redis/redis_store.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -28,7 +28,7 @@ namespace {
 // time, when the key became fresh between the probe and the clock read after it.
 class RealClockCheck {
 public:
-  RealClockCheck(store::RedisStore& store, store::RedisConnection& probe)
+  RealClockCheck(store::redis::RedisStore& store, store::redis::RedisConnection& probe)
       : m_store(store), m_probe(probe) {}
 
   struct Counts {
@@ -64,7 +64,7 @@ public:
       sets.push_back(limits);
     }
     std::string key = fmt::format("real clock {}", seed);
-    m_base = store::redis_keys_of("differential:", key).front();
+    m_base = store::redis::redis_keys_of("differential:", key).front();
     std::vector<std::string> keys{key};
     m_store.reset(keys, false);
     MemoryKey mirror;
@@ -222,17 +222,18 @@ private:
   // read at once.
   std::pair<core::Nanos, core::Nanos> probe() {
     std::string keys[] = {m_base};
-    store::RedisReply reply = m_probe.run_source(
+    store::redis::RedisReply reply = m_probe.run_source(
         "local t = redis.call('TIME') return {t[1], t[2], redis.call('PTTL', KEYS[1])}", keys, {});
     std::int64_t seconds = 0, micros = 0, left = 0;
-    REQUIRE((store::reply_integer(reply.at(0), seconds) &&
-             store::reply_integer(reply.at(1), micros) && store::reply_integer(reply.at(2), left)));
+    REQUIRE((store::redis::reply_integer(reply.at(0), seconds) &&
+             store::redis::reply_integer(reply.at(1), micros) &&
+             store::redis::reply_integer(reply.at(2), left)));
     return {seconds * core::k_nanos_per_second + micros * k_micro,
             left < 0 ? -1 : left * core::k_nanos_per_milli};
   }
 
-  store::RedisStore& m_store;
-  store::RedisConnection& m_probe;
+  store::redis::RedisStore& m_store;
+  store::redis::RedisConnection& m_probe;
   std::string m_base;
 };
 
@@ -241,8 +242,8 @@ private:
 TEST_CASE("differential: the Redis store on its own clock, its values expiring for real") {
   RATELIMIT_REDIS_SERVER(server);
   Settings settings = Settings::from_environment();
-  store::RedisStore store(server->location(), "differential:", 2 * core::k_nanos_per_second);
-  store::RedisConnection probe(server->location(), 2 * core::k_nanos_per_second);
+  store::redis::RedisStore store(server->location(), "differential:", 2 * core::k_nanos_per_second);
+  store::redis::RedisConnection probe(server->location(), 2 * core::k_nanos_per_second);
   RealClockCheck check(store, probe);
   RealClockCheck::Counts counts;
   // Its steps sleep: a tenth of the length, for the same time.

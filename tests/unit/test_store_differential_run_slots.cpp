@@ -3,8 +3,8 @@
 // of tickets, its leases and the rows it forgets kept beside it.
 #include "differential.hpp"
 #include "redis_server.hpp"
-#include "store/redis_run_slots.hpp"
-#include "store/redis_store.hpp"
+#include "store/redis/redis_run_slots.hpp"
+#include "store/redis/redis_store.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -138,8 +138,8 @@ TEST_CASE("differential: run_slots.lua admits as core::admit_run, on an explicit
   RATELIMIT_REDIS_SERVER(server);
   Settings settings = Settings::from_environment();
   core::Nanos clock = 0;
-  store::RedisStore store(server->location(), "differential:", 2 * core::k_nanos_per_second,
-                          [&clock] { return clock; });
+  store::redis::RedisStore store(server->location(), "differential:", 2 * core::k_nanos_per_second,
+                                 [&clock] { return clock; });
   constexpr core::Nanos k_ms = core::k_nanos_per_milli;
   auto micros_up = [](core::Nanos d) { return core::ceil_div(d, k_micro); };
   std::uint64_t attempts = 0, started = 0, behind = 0, at = 0, on_exit = 0, dead = 0, steps = 0;

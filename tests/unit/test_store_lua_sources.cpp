@@ -1,4 +1,4 @@
-// The hand-written parts of the Redis scripts (src/store/lua/*.lua) hold no algorithm name
+// The hand-written parts of the Redis scripts (src/store/redis/lua/*.lua) hold no algorithm name
 // and no constant copied from the C++ code: those come from the prelude that lua_prelude
 // generates from the algorithm table and the constants (see CMakeLists.txt).
 #include "core/algorithm.hpp"
@@ -121,7 +121,7 @@ TEST_CASE("store: the Lua parts copy no algorithm name and no constant of the C+
   REQUIRE(names.count("k_algorithm_table") == 1);
   int parts = 0;
   for (const auto& entry :
-       std::filesystem::directory_iterator(RATELIMIT_SOURCE_DIR "/src/store/lua")) {
+       std::filesystem::directory_iterator(RATELIMIT_SOURCE_DIR "/src/store/redis/lua")) {
     if (entry.path().extension() != ".lua") {
       continue;
     }

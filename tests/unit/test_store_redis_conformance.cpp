@@ -5,8 +5,8 @@
 #include "conformance.hpp"
 #include "core/decide.hpp"
 #include "redis_server.hpp"
-#include "store/redis_connection.hpp"
-#include "store/redis_script.hpp"
+#include "store/redis/redis_connection.hpp"
+#include "store/redis/redis_script.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -24,7 +24,7 @@ constexpr core::Nanos k_second = 1'000'000; // in microseconds
 // `limit_sets`, so that limits are dropped and named again along the way.
 class Conformance : private conformance::Comparison {
 public:
-  Conformance(store::RedisScript& script, core::Algorithm algorithm,
+  Conformance(store::redis::RedisScript& script, core::Algorithm algorithm,
               std::vector<std::vector<core::Limit>> limit_sets, std::string key)
       : m_script(script), m_algorithm(algorithm), m_limit_sets(std::move(limit_sets)),
         m_key(std::move(key)) {
@@ -117,7 +117,7 @@ private:
     return ok;
   }
 
-  store::RedisScript& m_script;
+  store::redis::RedisScript& m_script;
   core::Algorithm m_algorithm;
   std::vector<std::vector<core::Limit>> m_limit_sets;
   std::string m_key;
@@ -131,8 +131,8 @@ namespace {
 
 // Every conformance run (conformance.hpp), on `server`.
 void check_conformance(const test::RedisServer& server) {
-  store::RedisConnection connection(server.location(), 2 * core::k_nanos_per_second);
-  store::RedisScript script(connection, "conformance:");
+  store::redis::RedisConnection connection(server.location(), 2 * core::k_nanos_per_second);
+  store::redis::RedisScript script(connection, "conformance:");
   for (const Run& run : runs(k_second)) {
     std::string key =
         fmt::format("{} {}", core::algorithm_name(run.algorithm), run.configuration.name);
@@ -147,13 +147,13 @@ void check_conformance(const test::RedisServer& server) {
 
 } // namespace
 
-TEST_CASE("store::RedisScript decides exactly as core::decide, for every algorithm") {
+TEST_CASE("store::redis::RedisScript decides exactly as core::decide, for every algorithm") {
   RATELIMIT_REDIS_SERVER(server);
   check_conformance(*server);
 }
 
 // The same decisions with the commands and replies carried over TLS (rediss://).
-TEST_CASE("store::RedisScript decides exactly as core::decide over TLS") {
+TEST_CASE("store::redis::RedisScript decides exactly as core::decide over TLS") {
   std::string why;
   auto server = test::RedisServer::start_tls(why);
   if (!server) {
@@ -166,10 +166,10 @@ TEST_CASE("store::RedisScript decides exactly as core::decide over TLS") {
   check_conformance(*server);
 }
 
-TEST_CASE("store::RedisScript agrees with the core on a hand-made token-bucket table") {
+TEST_CASE("store::redis::RedisScript agrees with the core on a hand-made token-bucket table") {
   RATELIMIT_REDIS_SERVER(server);
-  store::RedisConnection connection(server->location(), 2 * core::k_nanos_per_second);
-  store::RedisScript script(connection, "conformance:");
+  store::redis::RedisConnection connection(server->location(), 2 * core::k_nanos_per_second);
+  store::redis::RedisScript script(connection, "conformance:");
   // 2/s burst 2: two at once, a denial, a reservation given back, the clock stepping back.
   std::vector<Arrival> arrivals = {
       {0, 1, false},         {0, 1, false},
@@ -200,10 +200,10 @@ TEST_CASE("store::RedisScript agrees with the core on a hand-made token-bucket t
   CHECK(third.wait == 500'000);
 }
 
-TEST_CASE("store::RedisScript gives back any sliding-log grant, not only the latest") {
+TEST_CASE("store::redis::RedisScript gives back any sliding-log grant, not only the latest") {
   RATELIMIT_REDIS_SERVER(server);
-  store::RedisConnection connection(server->location(), 2 * core::k_nanos_per_second);
-  store::RedisScript script(connection, "conformance:");
+  store::redis::RedisConnection connection(server->location(), 2 * core::k_nanos_per_second);
+  store::redis::RedisScript script(connection, "conformance:");
   std::string key = "sliding-log give back";
   script.reset(key);
   core::Limit three = limit(3, k_second);

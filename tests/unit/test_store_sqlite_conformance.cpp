@@ -3,7 +3,7 @@
 #include "conformance.hpp"
 #include "core/bounds.hpp"
 #include "core/decide.hpp"
-#include "store/sqlite_store.hpp"
+#include "store/sqlite/sqlite_store.hpp"
 #include "temporary_database.hpp"
 
 #include <cstdlib>
@@ -34,7 +34,7 @@ constexpr core::Nanos k_second = core::k_nanos_per_second;
 // after the time of the collection.
 class Conformance : private Comparison {
 public:
-  Conformance(store::SqliteStore& store, core::Nanos& clock, core::Algorithm algorithm,
+  Conformance(store::sqlite::SqliteStore& store, core::Nanos& clock, core::Algorithm algorithm,
               std::vector<std::vector<core::Limit>> limit_sets, std::string key)
       : m_store(store), m_clock(clock), m_algorithm(algorithm), m_limit_sets(std::move(limit_sets)),
         m_key(std::move(key)) {
@@ -179,7 +179,7 @@ private:
     return ok;
   }
 
-  store::SqliteStore& m_store;
+  store::sqlite::SqliteStore& m_store;
   core::Nanos& m_clock;
   core::Algorithm m_algorithm;
   std::vector<std::vector<core::Limit>> m_limit_sets;
@@ -190,11 +190,11 @@ private:
 
 } // namespace
 
-TEST_CASE("store::SqliteStore decides exactly as core::decide, for every algorithm") {
+TEST_CASE("store::sqlite::SqliteStore decides exactly as core::decide, for every algorithm") {
   TemporaryDatabase database;
   core::Nanos clock = 0;
-  store::SqliteStore store(database.path(), 2 * k_second, store::Creation::if_missing,
-                           [&clock] { return clock; });
+  store::sqlite::SqliteStore store(database.path(), 2 * k_second, store::Creation::if_missing,
+                                   [&clock] { return clock; });
   int collected = 0;
   for (const Run& run : runs(k_second)) {
     if (run.configuration.start > core::k_max_time / 2) {
@@ -213,11 +213,11 @@ TEST_CASE("store::SqliteStore decides exactly as core::decide, for every algorit
   CHECK(collected > 0);
 }
 
-TEST_CASE("store::SqliteStore collects a key exactly when the core says it is fresh") {
+TEST_CASE("store::sqlite::SqliteStore collects a key exactly when the core says it is fresh") {
   TemporaryDatabase database;
   core::Nanos clock = 1'700'000'000 * k_second;
-  store::SqliteStore store(database.path(), 2 * k_second, store::Creation::if_missing,
-                           [&clock] { return clock; });
+  store::sqlite::SqliteStore store(database.path(), 2 * k_second, store::Creation::if_missing,
+                                   [&clock] { return clock; });
   for (core::Algorithm algorithm : core::k_all_algorithms) {
     std::string key = fmt::format("expiry {}", core::algorithm_name(algorithm));
     CAPTURE(key);
@@ -254,11 +254,11 @@ TEST_CASE("store::SqliteStore collects a key exactly when the core says it is fr
   }
 }
 
-TEST_CASE("store::SqliteStore: a call that chooses no algorithm uses the key's own") {
+TEST_CASE("store::sqlite::SqliteStore: a call that chooses no algorithm uses the key's own") {
   TemporaryDatabase database;
   core::Nanos clock = 1'700'000'000 * k_second;
-  store::SqliteStore store(database.path(), 2 * k_second, store::Creation::if_missing,
-                           [&clock] { return clock; });
+  store::sqlite::SqliteStore store(database.path(), 2 * k_second, store::Creation::if_missing,
+                                   [&clock] { return clock; });
   std::vector<core::Limit> limits{limit(3, k_second, 3)};
   core::Request request{clock, 1, false, k_no_limit};
   for (core::Algorithm algorithm : core::k_all_algorithms) {

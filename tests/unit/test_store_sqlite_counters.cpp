@@ -1,7 +1,7 @@
 // The SQLite store's counters: what decisions add, what reset and the collections forget,
 // and the upgrade of a version 2 database.
-#include "store/sqlite_database.hpp"
-#include "store/sqlite_store.hpp"
+#include "store/sqlite/sqlite_database.hpp"
+#include "store/sqlite/sqlite_store.hpp"
 #include "temporary_database.hpp"
 
 #include <cstdlib>
@@ -22,8 +22,8 @@ constexpr core::Nanos k_start = 1'750'000'000 * k_second;
 struct FakeClockStore {
   TemporaryDatabase database;
   core::Nanos clock = k_start;
-  store::SqliteStore store{database.path(), k_second, store::Creation::if_missing,
-                           [this] { return clock; }};
+  store::sqlite::SqliteStore store{database.path(), k_second, store::Creation::if_missing,
+                                   [this] { return clock; }};
 
   core::Decision decide(std::string_view key, core::Limit limit, bool reserve = false) {
     core::Request request;
@@ -48,7 +48,8 @@ core::Limit per_minute(std::int64_t count) {
 
 // Makes the database at `path`, in which the key "kept" (3 a minute) is decided once.
 void decide_kept_once(const std::string& path) {
-  store::SqliteStore store(path, k_second, store::Creation::if_missing, [] { return k_start; });
+  store::sqlite::SqliteStore store(path, k_second, store::Creation::if_missing,
+                                   [] { return k_start; });
   std::vector<core::Limit> limits{per_minute(3)};
   store.decide("kept", core::Algorithm::token_bucket, true, limits, {});
 }
@@ -80,7 +81,7 @@ std::string query_on(const std::string& path, const char* sql) {
 
 } // namespace
 
-TEST_CASE("store::SqliteStore counts granted and limited requests and the waits") {
+TEST_CASE("store::sqlite::SqliteStore counts granted and limited requests and the waits") {
   FakeClockStore fake;
   CHECK(fake.store.counters({}).empty());
   CHECK(fake.decide("api", per_minute(2)).allowed);
@@ -99,7 +100,7 @@ TEST_CASE("store::SqliteStore counts granted and limited requests and the waits"
   CHECK(status[0].counters == store::KeyCounters{3, 1, 30'000'000});
 }
 
-TEST_CASE("store::SqliteStore: counters outlive the key's state, until reset") {
+TEST_CASE("store::sqlite::SqliteStore: counters outlive the key's state, until reset") {
   FakeClockStore fake;
   fake.decide("short", {{5, k_second}, 5});
   fake.decide("other", per_minute(1));
@@ -124,7 +125,7 @@ TEST_CASE("store::SqliteStore: counters outlive the key's state, until reset") {
   CHECK(fake.store.counters({}).empty());
 }
 
-TEST_CASE("store::SqliteStore forgets counters untouched for the retention") {
+TEST_CASE("store::sqlite::SqliteStore forgets counters untouched for the retention") {
   FakeClockStore fake;
   fake.decide("old", {{5, k_second}, 5});
   fake.clock += store::k_counter_retention - 10 * k_second;
@@ -145,7 +146,7 @@ TEST_CASE("store::SqliteStore forgets counters untouched for the retention") {
   CHECK_FALSE(fake.counters_of("recent"));
 }
 
-TEST_CASE("store::SqliteStore: a decision an hour later moves the time the counters were "
+TEST_CASE("store::sqlite::SqliteStore: a decision an hour later moves the time the counters were "
           "touched") {
   FakeClockStore fake;
   fake.decide("k", {{5, k_second}, 5});
@@ -161,7 +162,7 @@ TEST_CASE("store::SqliteStore: a decision an hour later moves the time the count
   CHECK_FALSE(fake.counters_of("k"));
 }
 
-TEST_CASE("store::SqliteDatabase upgrades a version 2 database: empty counters") {
+TEST_CASE("store::sqlite::SqliteDatabase upgrades a version 2 database: empty counters") {
   TemporaryDatabase database;
   decide_kept_once(database.path());
   // Back to version 2 as that version made it: no counters table, none in the keys' rows.
@@ -170,8 +171,8 @@ TEST_CASE("store::SqliteDatabase upgrades a version 2 database: empty counters")
              "ALTER TABLE keys DROP COLUMN limited; ALTER TABLE keys DROP COLUMN waited_us; "
              "ALTER TABLE keys DROP COLUMN touched_at; PRAGMA user_version = 2;");
   core::Nanos clock = k_start + k_second;
-  store::SqliteStore store(database.path(), k_second, store::Creation::never,
-                           [&clock] { return clock; });
+  store::sqlite::SqliteStore store(database.path(), k_second, store::Creation::never,
+                                   [&clock] { return clock; });
   CHECK(store.counters({}).empty());
   std::vector<std::string> keys{"kept"};
   std::vector<store::KeyStatus> status = store.status(keys);
@@ -185,12 +186,12 @@ TEST_CASE("store::SqliteDatabase upgrades a version 2 database: empty counters")
   sqlite3_stmt* version = nullptr;
   sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &version, nullptr);
   REQUIRE(sqlite3_step(version) == SQLITE_ROW);
-  CHECK(sqlite3_column_int(version, 0) == store::k_schema_version);
+  CHECK(sqlite3_column_int(version, 0) == store::sqlite::k_schema_version);
   sqlite3_finalize(version);
   sqlite3_close(db);
 }
 
-TEST_CASE("store::SqliteDatabase upgrades a version 4 database: the counters move into the "
+TEST_CASE("store::sqlite::SqliteDatabase upgrades a version 4 database: the counters move into the "
           "keys' rows") {
   TemporaryDatabase database;
   decide_kept_once(database.path());
@@ -204,8 +205,8 @@ TEST_CASE("store::SqliteDatabase upgrades a version 4 database: the counters mov
              "PRAGMA user_version = 4;");
   core::Nanos clock = k_start + k_second;
   {
-    store::SqliteStore store(database.path(), k_second, store::Creation::never,
-                             [&clock] { return clock; });
+    store::sqlite::SqliteStore store(database.path(), k_second, store::Creation::never,
+                                     [&clock] { return clock; });
     std::vector<store::NamedCounters> counters = store.counters({});
     REQUIRE(counters.size() == 2);
     CHECK(counters[0].key == "gone");
@@ -222,10 +223,11 @@ TEST_CASE("store::SqliteDatabase upgrades a version 4 database: the counters mov
   CHECK(query_on(database.path(), "SELECT granted FROM keys WHERE name = CAST('kept' AS BLOB)") ==
         "8");
   CHECK(query_on(database.path(), "PRAGMA user_version") ==
-        std::to_string(store::k_schema_version));
+        std::to_string(store::sqlite::k_schema_version));
 }
 
-TEST_CASE("store::SqliteStore: a key's counters are in one place, its row while it has one") {
+TEST_CASE(
+    "store::sqlite::SqliteStore: a key's counters are in one place, its row while it has one") {
   FakeClockStore fake;
   const core::Limit fast{{5, k_second}, 5};
   // Collected, a row leaves its counters to the counters table.
@@ -251,7 +253,7 @@ TEST_CASE("store::SqliteStore: a key's counters are in one place, its row while 
   CHECK(fake.counters_of("p") == store::KeyCounters{1, 0, 0});
 }
 
-TEST_CASE("store::SqliteStore: a decision on a key writes one page, its counters with its "
+TEST_CASE("store::sqlite::SqliteStore: a decision on a key writes one page, its counters with its "
           "state") {
   FakeClockStore fake;
   const core::Limit fast{{1000, k_second}, 1000};
@@ -274,7 +276,8 @@ TEST_CASE("store::SqliteStore: a decision on a key writes one page, its counters
   CHECK(fake.counters_of("denied") == store::KeyCounters{1, 3, 0});
 }
 
-TEST_CASE("store::SqliteStore adds requests decided outside decide, and lists the counters asked") {
+TEST_CASE("store::sqlite::SqliteStore adds requests decided outside decide, and lists the counters "
+          "asked") {
   FakeClockStore fake;
   fake.store.add_to_counters("jobs", true, 0);
   fake.store.add_to_counters("jobs", true, 2 * k_second);
@@ -290,7 +293,7 @@ TEST_CASE("store::SqliteStore adds requests decided outside decide, and lists th
   CHECK(counters[1].counters == store::KeyCounters{1, 0, 0});
 }
 
-TEST_CASE("store::SqliteStore adds requests decided outside decide to the key's row") {
+TEST_CASE("store::sqlite::SqliteStore adds requests decided outside decide to the key's row") {
   FakeClockStore fake;
   CHECK(fake.decide("api", per_minute(2)).allowed);
   fake.store.add_to_counters("api", true, 3 * k_second);

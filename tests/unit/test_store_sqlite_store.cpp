@@ -1,6 +1,6 @@
 // The SQLite store's critical section: what a decision does while it holds the database's
 // lock, which every process waiting for the lock pays for too.
-#include "store/sqlite_store.hpp"
+#include "store/sqlite/sqlite_store.hpp"
 #include "temporary_database.hpp"
 
 #include <cerrno>
@@ -58,22 +58,23 @@ private:
   static inline int s_count = 0;
 };
 
-core::Decision decide(store::SqliteStore& store, std::string_view key, core::Algorithm algorithm,
-                      core::Limit limit) {
+core::Decision decide(store::sqlite::SqliteStore& store, std::string_view key,
+                      core::Algorithm algorithm, core::Limit limit) {
   std::vector<core::Limit> limits{limit};
   return store.decide(key, algorithm, true, limits, {});
 }
 
 } // namespace
 
-TEST_CASE("store::SqliteStore compiles no SQL under the lock for a decision on a key it holds") {
+TEST_CASE(
+    "store::sqlite::SqliteStore compiles no SQL under the lock for a decision on a key it holds") {
   TemporaryDatabase database;
   // Made first, so that the lock can be tried on it.
-  { store::SqliteStore made(database.path(), k_second); }
+  { store::sqlite::SqliteStore made(database.path(), k_second); }
   CompiledUnderLock compiled(database.path());
   core::Nanos clock = k_start;
-  store::SqliteStore store(database.path(), k_second, store::Creation::never,
-                           [&clock] { return clock; });
+  store::sqlite::SqliteStore store(database.path(), k_second, store::Creation::never,
+                                   [&clock] { return clock; });
   const core::Limit fast{{1000, k_second}, 1000};
   for (core::Algorithm algorithm : core::k_all_algorithms) {
     std::string key(core::algorithm_name(algorithm));

@@ -1,9 +1,9 @@
-#include "store/tls_session_der.hpp"
+#include "store/tls/tls_session_der.hpp"
 
 #include <doctest/doctest.h>
 #include <string>
 
-using ratelimit::store::session_without_peer;
+using ratelimit::store::tls::session_without_peer;
 
 namespace {
 
@@ -30,7 +30,7 @@ std::string integer(char value) {
 
 } // namespace
 
-TEST_CASE("store::session_without_peer drops the field [3], the server's certificate") {
+TEST_CASE("store::tls::session_without_peer drops the field [3], the server's certificate") {
   std::string before = integer(1) + element(0x04, "ab") + element(0xa1, integer(7));
   std::string after = element(0xa4, element(0x04, "ctx")) + element(0xa5, integer(0));
   // A certificate of a few hundred bytes: lengths in long form, outside and inside.
@@ -45,7 +45,7 @@ TEST_CASE("store::session_without_peer drops the field [3], the server's certifi
   CHECK(session_without_peer(element(0x30, before + after)) == element(0x30, before + after));
 }
 
-TEST_CASE("store::session_without_peer leaves alone what is not a session's DER") {
+TEST_CASE("store::tls::session_without_peer leaves alone what is not a session's DER") {
   std::string field = integer(1) + element(0xa3, integer(2));
   for (const std::string& odd : {
            std::string(), element(0x31, field),           // a SET, not a SEQUENCE
