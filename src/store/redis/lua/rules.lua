@@ -128,12 +128,16 @@ rules.leaky_bucket = {
 -- Fixed window aligned to the epoch: s[1] is the latest window with grants, s[2] its cost,
 -- s[3] the time of the latest grant.
 
--- Not before the latest grant a window's state counted (slot `i`); nil for a fresh state.
-local function latest_grant(st, i)
-  if st.slots[i] ~= 0 then
-    return st.slots[i]
+-- The latest grant that any of the stored window states counted (in their slot `i`; 0 when
+-- fresh), or nil when none did.
+local function latest_grant(stored, i)
+  local latest = nil
+  for _, st in ipairs(stored) do
+    if st.slots[i] ~= 0 then
+      latest = math.max(latest or st.slots[i], st.slots[i])
+    end
   end
-  return nil
+  return latest
 end
 
 -- As long as the key's state, a remembered window, even empty, counts every grant.
@@ -184,13 +188,7 @@ rules.fixed_window = {
     -- The new window holds the latest grant any stored state knows of; it holds at most the
     -- count of a stored window covering it up to that grant, and at most what the key
     -- granted since its state was made.
-    local latest = nil
-    for _, st in ipairs(stored) do
-      local grant = latest_grant(st, 3)
-      if grant then
-        latest = math.max(latest or grant, grant)
-      end
-    end
+    local latest = latest_grant(stored, 3)
     if not latest then
       return {0, 0, 0}
     end
@@ -301,13 +299,7 @@ rules.sliding_window = {
     -- The new current window holds the latest grant any stored state knows of; each of the
     -- new two windows holds at most the count of a stored window, or pair of windows,
     -- covering it, and at most what the key granted since its state was made.
-    local latest = nil
-    for _, st in ipairs(stored) do
-      local grant = latest_grant(st, 1)
-      if grant then
-        latest = math.max(latest or grant, grant)
-      end
-    end
+    local latest = latest_grant(stored, 1)
     if not latest then
       return {0, 0, 0}
     end
