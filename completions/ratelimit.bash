@@ -21,7 +21,7 @@ _ratelimit_options() {
   metrics) options+=" -o --output" ;;
   simulate)
     options+=" -r --rate -b --burst -a --algorithm --mode --trace --profile --duration --load
-      --seed --format"
+      --seed --format --adaptive --server-limit --workers --calls --latency"
     ;;
   esac
   # shellcheck disable=SC2086 # one option a word
@@ -36,7 +36,8 @@ _ratelimit_takes_value() {
     -E | --limited-exit-code | -r | --rate | -a | --algorithm | -b | --burst | -c | --cost | \
     -t | --timeout | -j | --concurrency | --lease | --mode | --trace | --profile | --duration | \
     --load | --seed | --format | --backoff-on | --backoff | --backoff-max | --retries | -o | --output | \
-    --max-pause | --headers | --status | --retry-after)
+    --max-pause | --headers | --status | --retry-after | --server-limit | --workers | --calls | \
+    --latency)
     return 0
     ;;
   esac

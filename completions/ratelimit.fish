@@ -21,7 +21,7 @@ function __ratelimit_words
                 -E --limited-exit-code -r --rate -a --algorithm -b --burst -c --cost \
                 -t --timeout -j --concurrency --lease --mode --trace --profile --duration --load --seed --format \
                 --backoff-on --backoff --backoff-max --retries -o --output \
-                --max-pause --headers --status --retry-after
+                --max-pause --headers --status --retry-after --server-limit --workers --calls --latency
                 set skip 1
             case '-*'
             case '*'
@@ -215,7 +215,12 @@ complete -c ratelimit -n '__ratelimit_using simulate' -l trace -r -F -d 'Arrival
 complete -c ratelimit -n '__ratelimit_using simulate' -l profile -x -a 'steady burst boundary poisson' -d 'Synthetic arrivals'
 complete -c ratelimit -n '__ratelimit_using simulate' -l duration -x -d 'Length of the profile'
 complete -c ratelimit -n '__ratelimit_using simulate' -l load -x -d 'Profile arrivals as a multiple of the rate'
-complete -c ratelimit -n '__ratelimit_using simulate' -l seed -x -d 'Seed of the poisson profile'
+complete -c ratelimit -n '__ratelimit_using simulate' -l seed -x -d 'Seed of the poisson profile or the adaptive latencies'
+complete -c ratelimit -n '__ratelimit_using simulate' -l adaptive -d 'Replay workers through one adaptive key against --server-limit'
+complete -c ratelimit -n '__ratelimit_using simulate' -l server-limit -x -d 'The server\'s secret limit, N/PERIOD[@TIME]'
+complete -c ratelimit -n '__ratelimit_using simulate' -l workers -x -d 'Workers of the adaptive replay'
+complete -c ratelimit -n '__ratelimit_using simulate' -l calls -x -d 'Calls of the adaptive replay'
+complete -c ratelimit -n '__ratelimit_using simulate' -l latency -x -d 'Mean time from a call to its answer'
 complete -c ratelimit -n '__ratelimit_using simulate' -l format -x -a 'table csv json' -d 'Output format'
 
 # Keys, the separator of run, and the command after it.

@@ -3,6 +3,7 @@
 #include "cli/acquisition.hpp"
 #include "cli/countdown.hpp"
 #include "cli/report.hpp"
+#include "cli/store_failure.hpp"
 #include "cli/usage_error.hpp"
 #include "util/clock.hpp"
 #include "util/json.hpp"
@@ -47,9 +48,9 @@ private:
 
 // Under allow, a request decided without the store: the failure it went on without, as
 // `allowed` and `store_error` (the store's figures are unknown).
-void report_failed_open(const GlobalOptions& global, const LimitedRequest& request,
+void report_failed_open(const OutputSettings& output, const LimitedRequest& request,
                         std::string_view failure) {
-  if (global.json) {
+  if (output.json) {
     util::JsonObject object;
     object.field("key", request.key).field("allowed", true).field("store_error", failure);
     util::write_stdout(object.str() + "\n");
@@ -78,7 +79,7 @@ core::Nanos parse_jitter(const std::optional<std::string>& text) {
   return *jitter;
 }
 
-Acquired acquire(Gate& gate, util::InterruptSignals& signals, const GlobalOptions& global,
+Acquired acquire(Gate& gate, util::InterruptSignals& signals, const OutputSettings& output,
                  const LimitedRequest& request, Asking asking, core::Nanos max_wait,
                  core::Nanos jitter) {
   SlotAsk ask;
@@ -87,7 +88,7 @@ Acquired acquire(Gate& gate, util::InterruptSignals& signals, const GlobalOption
   ask.max_wait = max_wait;
   ask.awaits_answer = request.awaits_answer;
   ask.jitter = draw_jitter(jitter);
-  CommandSleeper sleeper(signals, request.key, global.quiet);
+  CommandSleeper sleeper(signals, request.key, output.quiet);
   Acquisition acquisition = acquire_slot(gate, sleeper, ask);
   if (!acquisition.pause_unchecked.empty()) {
     util::write_stderr(pause_unchecked_warning(request.key, acquisition.pause_unchecked));
@@ -101,23 +102,23 @@ Acquired acquire(Gate& gate, util::InterruptSignals& signals, const GlobalOption
   }
   if (!gate.failure().empty() && acquired.decision.allowed) {
     acquired.failed_open = true;
-    report_failed_open(global, request, gate.failure());
+    report_failed_open(output, request, gate.failure());
     return acquired;
   }
   // try reports no waited_ms; wait and run report the time they slept, 0 when they did not.
   std::optional<core::Nanos> waited =
       asking == Asking::now ? std::nullopt : std::optional<core::Nanos>(acquired.waited);
-  report(global, request, acquired.decision, waited, max_wait);
+  report(output, request, acquired.decision, gate.local_fallback(), waited, max_wait);
   return acquired;
 }
 
-Acquired acquire_from_store(const GlobalOptions& global, util::InterruptSignals& signals,
-                            const LimitedRequest& request, Asking asking, core::Nanos max_wait,
-                            core::Nanos jitter) {
+Acquired acquire_from_store(StoreOpener& stores, const OutputSettings& output,
+                            util::InterruptSignals& signals, const LimitedRequest& request,
+                            Asking asking, core::Nanos max_wait, core::Nanos jitter) {
   std::string failure;
-  std::unique_ptr<store::Store> store = open_store_or_fall_back(global, failure);
-  FailOpenGate gate(store.get(), request, global, failure);
-  return acquire(gate, signals, global, request, asking, max_wait, jitter);
+  std::unique_ptr<store::Store> store = stores.open_or_fall_back(failure);
+  FailOpenGate gate(store.get(), request, stores, failure);
+  return acquire(gate, signals, output, request, asking, max_wait, jitter);
 }
 
 } // namespace ratelimit::cli

@@ -1,9 +1,9 @@
 #pragma once
 
 #include "cli/gate.hpp"
-#include "cli/global_options.hpp"
 #include "cli/limit_options.hpp"
-#include "cli/store_failure.hpp"
+#include "cli/output_settings.hpp"
+#include "cli/store_opener.hpp"
 #include "store/store.hpp"
 #include "util/signals.hpp"
 
@@ -31,21 +31,22 @@ enum class Asking {
 
 // Asks `gate` for a slot as `asking` says, within `max_wait` when it reserves, with the one
 // acquisition loop (acquire_slot) on the system's clock: a signal in the sleep ends it (the
-// reservation given back), and a countdown shows on a terminal. A slot it waits for is taken
-// up to `jitter` later (a random part of it; --jitter). Reports the decision
-// (stderr line, --json) itself, and warns when the slot goes ahead unchecked for a pause.
-Acquired acquire(Gate& gate, util::InterruptSignals& signals, const GlobalOptions& global,
+// reservation given back), and a countdown shows on a terminal (unless -q). A slot it waits
+// for is taken up to `jitter` later (a random part of it; --jitter). Reports the decision
+// (stderr line, --json) itself as `output` says, and warns when the slot goes ahead unchecked
+// for a pause.
+Acquired acquire(Gate& gate, util::InterruptSignals& signals, const OutputSettings& output,
                  const LimitedRequest& request, Asking asking, core::Nanos max_wait,
                  core::Nanos jitter = 0);
 
-// Opens the store `global` names and acquires `request` from it as `acquire` does, through a
+// Opens the store of `stores` and acquires `request` from it as `acquire` does, through a
 // FailOpenGate: a StoreError propagates under --on-store-error=deny; under allow the request
-// is decided without the store, with a warning (see `fail_open`); under local an outage of
-// the store sends the request to the local database, with a warning (see
-// `fall_back_locally`).
-Acquired acquire_from_store(const GlobalOptions& global, util::InterruptSignals& signals,
-                            const LimitedRequest& request, Asking asking, core::Nanos max_wait,
-                            core::Nanos jitter = 0);
+// is decided without the store, with a warning (see StoreOpener::fail_open); under local an
+// outage of the store sends the request to the local database, with a warning (see
+// StoreOpener::fall_back_locally).
+Acquired acquire_from_store(StoreOpener& stores, const OutputSettings& output,
+                            util::InterruptSignals& signals, const LimitedRequest& request,
+                            Asking asking, core::Nanos max_wait, core::Nanos jitter = 0);
 
 // A random part of --jitter `longest` for one acquisition: uniform in [0, longest).
 core::Nanos draw_jitter(core::Nanos longest);

@@ -99,6 +99,7 @@ RunSlotWait wait_for_run_slot(RunSlotQueue& queue, Sleeper& clock, core::Nanos m
     if (result.interrupted != 0) {
       return result;
     }
+    result.slept = true;
     result.answer = queue.attempt();
   }
   result.started = true;

@@ -102,6 +102,8 @@ struct RunSlotWait {
   int interrupted = 0;
   // From the first attempt until the start, by the clock of `clock`.
   core::Nanos waited = 0;
+  // Whether it slept before it started, rather than start at the first attempt.
+  bool slept = false;
 };
 
 // Waits for a start on `queue` within `max_wait` (at once with `no_wait`): sleeps until a

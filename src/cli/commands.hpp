@@ -1,33 +1,40 @@
 #pragma once
 
-#include "cli/global_options.hpp"
+#include "cli/cli11_fwd.hpp"
+#include "cli/config_file.hpp"
+#include "cli/output_settings.hpp"
+#include "cli/store_opener.hpp"
 
 #include <functional>
 #include <string_view>
 
 namespace ratelimit::cli {
 
-// Runs a command whose options the command line has filled in; returns the exit status.
-using CommandRun = std::function<int()>;
+// Runs a command whose options the command line has filled in; returns the exit status. It
+// takes what it needs of the invocation's settings: how to tell what it decided (`output`),
+// the named limits of the configuration files (`config`), the store (`stores`), each read or
+// resolved only when first used.
+using CommandRun =
+    std::function<int(const OutputSettings& output, ConfigFiles& config, StoreOpener& stores)>;
 
 // Each command adds its subcommand and options to `app`, and returns what runs it once the
 // command line is parsed and selects it.
-CommandRun setup_try(CLI::App& app, const GlobalOptions& global);
-CommandRun setup_wait(CLI::App& app, const GlobalOptions& global);
-CommandRun setup_run(CLI::App& app, const GlobalOptions& global);
-CommandRun setup_pause(CLI::App& app, const GlobalOptions& global);
-CommandRun setup_simulate(CLI::App& app, const GlobalOptions& global);
-CommandRun setup_pipe(CLI::App& app, const GlobalOptions& global);
-CommandRun setup_status(CLI::App& app, const GlobalOptions& global);
-CommandRun setup_reset(CLI::App& app, const GlobalOptions& global);
-CommandRun setup_gc(CLI::App& app, const GlobalOptions& global);
-CommandRun setup_limits(CLI::App& app, const GlobalOptions& global);
-CommandRun setup_metrics(CLI::App& app, const GlobalOptions& global);
-CommandRun setup_observe(CLI::App& app, const GlobalOptions& global);
+CommandRun setup_try(CLI::App& app);
+CommandRun setup_wait(CLI::App& app);
+CommandRun setup_run(CLI::App& app);
+CommandRun setup_pause(CLI::App& app);
+CommandRun setup_simulate(CLI::App& app);
+CommandRun setup_pipe(CLI::App& app);
+CommandRun setup_status(CLI::App& app);
+CommandRun setup_reset(CLI::App& app);
+CommandRun setup_gc(CLI::App& app);
+CommandRun setup_limits(CLI::App& app);
+CommandRun setup_metrics(CLI::App& app);
+CommandRun setup_observe(CLI::App& app);
 
 struct Command {
   std::string_view name;
-  CommandRun (*setup)(CLI::App& app, const GlobalOptions& global);
+  CommandRun (*setup)(CLI::App& app);
 };
 
 // Every command, in the order --help lists them.

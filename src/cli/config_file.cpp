@@ -204,7 +204,7 @@ public:
         if (text == nullptr || text->get().empty()) {
           return error(value, "url takes a store URL, e.g. url = \"redis://host:6379/0\"");
         }
-        config.store_url = text->get();
+        config.store_url = ConfigValue{text->get(), where(value)};
       } else if (setting == "timeout") {
         if (text == nullptr) {
           return error(value, "timeout takes a duration, e.g. timeout = \"2s\"");
@@ -216,19 +216,19 @@ public:
         if (*timeout <= 0) {
           return error(value, "timeout: expected a duration above 0, e.g. 1s, 500ms");
         }
-        config.store_timeout = text->get();
+        config.store_timeout = ConfigValue{text->get(), where(value)};
       } else if (setting == "on_error") {
         if (text == nullptr ||
             (text->get() != "deny" && text->get() != "allow" && text->get() != "local")) {
           return error(value, "on_error takes deny, allow or local, e.g. on_error = \"local\"");
         }
-        config.store_on_error = text->get();
+        config.store_on_error = ConfigValue{text->get(), where(value)};
       } else if (setting == "ca" || setting == "cert" || setting == "key") {
         if (text == nullptr || text->get().empty() || text->get().find('\0') != std::string::npos) {
           return error(value, fmt::format("{} takes the path of a PEM file, e.g. {} = \"{}\"",
                                           setting, setting, tls_file_example(setting)));
         }
-        ConfigPath path{beside_file(text->get()), where(value)};
+        ConfigValue path{beside_file(text->get()), where(value)};
         (setting == "ca"     ? config.store_ca
          : setting == "cert" ? config.store_cert
                              : config.store_key) = path;

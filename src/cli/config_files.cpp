@@ -22,14 +22,15 @@ std::string config_home() {
   return home && *home ? std::string(home) + "/.config" : std::string();
 }
 
-// The whole file, or nothing when it does not exist; throws UsageError when it cannot be read.
-std::optional<std::string> read_file(const std::string& path) {
+// The whole file, or nothing when it does not exist; the error: it cannot be read.
+core::Result<std::optional<std::string>> read_file(const std::string& path) {
+  using Read = core::Result<std::optional<std::string>>;
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT || errno == ENOTDIR) {
-      return std::nullopt;
+      return std::optional<std::string>();
     }
-    throw UsageError(
+    return Read::failure(
         fmt::format("cannot read the configuration file \"{}\": {}", path, std::strerror(errno)));
   }
   std::string text;
@@ -42,7 +43,7 @@ std::optional<std::string> read_file(const std::string& path) {
     if (n < 0) {
       int error = errno;
       ::close(fd);
-      throw UsageError(
+      return Read::failure(
           fmt::format("cannot read the configuration file \"{}\": {}", path, std::strerror(error)));
     }
     if (n == 0) {
@@ -51,17 +52,14 @@ std::optional<std::string> read_file(const std::string& path) {
     text.append(buffer, static_cast<std::size_t>(n));
   }
   ::close(fd);
-  return text;
+  return std::optional<std::string>(std::move(text));
 }
 
 } // namespace
 
-std::vector<std::string> config_files(const std::string& explicit_file) {
-  if (!explicit_file.empty()) {
-    return {explicit_file};
-  }
-  if (const char* env = std::getenv("RATELIMIT_CONFIG"); env && *env) {
-    return {env};
+std::vector<std::string> config_files(const std::string& named_file) {
+  if (!named_file.empty()) {
+    return {named_file};
   }
   std::vector<std::string> files;
   if (std::string home = config_home(); !home.empty()) {
@@ -72,36 +70,33 @@ std::vector<std::string> config_files(const std::string& explicit_file) {
   return files;
 }
 
-Config load_config(const std::string& explicit_file) {
-  std::vector<std::string> files = config_files(explicit_file);
-  const char* env = std::getenv("RATELIMIT_CONFIG");
-  bool named = !explicit_file.empty() || (env && *env);
+core::Result<Config> load_config(const std::string& named_file) {
   Config merged;
-  for (const std::string& file : files) {
-    std::optional<std::string> text = read_file(file);
+  for (const std::string& file : config_files(named_file)) {
+    auto text = read_file(file);
     if (!text) {
-      if (named) {
-        throw UsageError(fmt::format("cannot read the configuration file \"{}\": it does not "
-                                     "exist",
-                                     file));
+      return core::Result<Config>::failure(text.error());
+    }
+    if (!*text) {
+      if (!named_file.empty()) {
+        return core::Result<Config>::failure(
+            fmt::format("cannot read the configuration file \"{}\": it does not exist", file));
       }
       continue;
     }
-    auto config = parse_config(*text, file);
+    auto config = parse_config(**text, file);
     if (!config) {
-      throw UsageError(config.error());
+      return config;
     }
     // The first file wins: what the merged configuration already has stays.
     for (const auto& [name, limit] : config->limits) {
       merged.limits.emplace(name, limit);
     }
-    for (auto setting : {&Config::store_url, &Config::store_timeout, &Config::store_on_error}) {
+    for (auto setting :
+         {&Config::store_url, &Config::store_timeout, &Config::store_on_error, &Config::store_ca}) {
       if (!(merged.*setting)) {
         merged.*setting = (*config).*setting;
       }
-    }
-    if (!merged.store_ca) {
-      merged.store_ca = config->store_ca;
     }
     // A key belongs to its certificate: both come from the file that names the certificate.
     if (!merged.store_cert) {
@@ -110,6 +105,21 @@ Config load_config(const std::string& explicit_file) {
     }
   }
   return merged;
+}
+
+const core::Result<Config>& ConfigFiles::read() {
+  if (!m_config) {
+    m_config = load_config(m_named_file);
+  }
+  return *m_config;
+}
+
+const Config& ConfigFiles::config() {
+  const core::Result<Config>& config = read();
+  if (!config) {
+    throw UsageError(config.error());
+  }
+  return *config;
 }
 
 } // namespace ratelimit::cli

@@ -1,6 +1,5 @@
 #include "cli/gate.hpp"
 
-#include "cli/store_failure.hpp"
 #include "util/clock.hpp"
 
 namespace ratelimit::cli {
@@ -19,8 +18,9 @@ void LocalGate::give_back(const core::Grant& grant) {
   core::give_back(m_state, m_limits, m_log, m_clock(), grant);
 }
 
-StoreGate::StoreGate(store::Store& store, const LimitedRequest& request)
-    : m_store(store), m_request(request), m_algorithm(request.algorithm) {}
+StoreGate::StoreGate(store::Store& store, const LimitedRequest& request, std::string local_fallback)
+    : m_store(store), m_request(request), m_local_fallback(std::move(local_fallback)),
+      m_algorithm(request.algorithm) {}
 
 core::Decision StoreGate::decide(core::Request request) {
   core::Decision decision = m_store.decide(m_request.key, m_request.algorithm,
@@ -38,9 +38,9 @@ bool StoreGate::paused() {
   return standing.paused_until != 0 || standing.overdrawn_until != 0;
 }
 
-FailOpenGate::FailOpenGate(store::Store* store, const LimitedRequest& request,
-                           const GlobalOptions& global, std::string failure)
-    : m_request(request), m_global(global) {
+FailOpenGate::FailOpenGate(store::Store* store, const LimitedRequest& request, StoreOpener& stores,
+                           std::string failure)
+    : m_request(request), m_stores(stores) {
   if (store != nullptr) {
     m_store_gate.emplace(*store, request);
   } else {
@@ -57,14 +57,14 @@ void FailOpenGate::fall_back_to_memory(std::string failure) {
 
 void FailOpenGate::fall_back(const store::StoreError& error) {
   // The local database fails as deny does: it has no outages, and nowhere further to go.
-  if (!m_local_store && falls_back_locally(m_global, error)) {
+  if (!m_local_store && m_stores.falls_back_locally(error)) {
     m_store_gate.reset();
-    m_local_store = fall_back_locally(m_global, error);
+    m_local_store = m_stores.fall_back_locally(error);
     m_store_gate.emplace(*m_local_store, m_request);
     ++m_fallbacks;
     return;
   }
-  if (!fail_open(m_global, error)) {
+  if (!m_stores.fail_open(error)) {
     throw;
   }
   fall_back_to_memory(error.what());

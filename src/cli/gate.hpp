@@ -1,7 +1,7 @@
 #pragma once
 
-#include "cli/global_options.hpp"
 #include "cli/limit_options.hpp"
+#include "cli/store_opener.hpp"
 #include "core/decide.hpp"
 #include "store/store.hpp"
 
@@ -37,6 +37,9 @@ public:
   // The store error the gate decides without its store for (--on-store-error=allow), or
   // empty while a store decides.
   virtual std::string_view failure() const { return {}; }
+  // The store error the gate decides on the local database for (--on-store-error=local), or
+  // empty.
+  virtual std::string_view local_fallback() const { return {}; }
 };
 
 // A limiter in this process: the same decisions as a store's key, on a state that lives as
@@ -61,17 +64,20 @@ private:
 // The key `request.key` of `store`; every call is one transaction, nothing is held between.
 class StoreGate final : public Gate {
 public:
-  StoreGate(store::Store& store, const LimitedRequest& request);
+  // `local_fallback`: the store error for which `store` is the local database, if it is.
+  StoreGate(store::Store& store, const LimitedRequest& request, std::string local_fallback = {});
 
   core::Decision decide(core::Request request) override;
   void give_back(const core::Grant& grant) override;
   bool shared() const override { return true; }
   bool paused() override;
   void close_while_sleeping() override { m_store.close_while_sleeping(); }
+  std::string_view local_fallback() const override { return m_local_fallback; }
 
 private:
   store::Store& m_store;
   const LimitedRequest& m_request;
+  std::string m_local_fallback;
   // The algorithm of the key at the last decision, which its grants go back to.
   core::Algorithm m_algorithm;
 };
@@ -85,8 +91,9 @@ private:
 // fails: what a failed check means is the caller's to say (see acquire_slot).
 class FailOpenGate final : public Gate {
 public:
-  // `store` null: it could not be opened, with the error `failure` (under allow).
-  FailOpenGate(store::Store* store, const LimitedRequest& request, const GlobalOptions& global,
+  // `store` null: it could not be opened, with the error `failure` (under allow). `stores`:
+  // where `store` came from, which applies --on-store-error when it fails.
+  FailOpenGate(store::Store* store, const LimitedRequest& request, StoreOpener& stores,
                std::string failure = {});
 
   core::Decision decide(core::Request request) override;
@@ -96,6 +103,7 @@ public:
   void close_while_sleeping() override;
 
   std::string_view failure() const override { return m_failure; }
+  std::string_view local_fallback() const override { return m_stores.local_fallback(); }
 
 private:
   // Leaves the store for the local database (under local, for an outage) or for a limiter
@@ -105,7 +113,7 @@ private:
 
   std::optional<StoreGate> m_store_gate;
   const LimitedRequest& m_request;
-  const GlobalOptions& m_global;
+  StoreOpener& m_stores;
   // The local database, once the store failed under local.
   std::unique_ptr<store::Store> m_local_store;
   std::optional<LocalGate> m_memory;

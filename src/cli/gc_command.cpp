@@ -18,13 +18,13 @@ struct GcOptions {
   bool verbose = false;
 };
 
-int run_gc(const GcOptions& options, const GlobalOptions& global) {
-  auto store = open_existing_store(global);
+int run_gc(const GcOptions& options, bool json, StoreOpener& stores) {
+  auto store = stores.open_existing();
   std::vector<std::string> removed;
   if (store) {
     removed = store->collect_garbage();
   }
-  if (global.json) {
+  if (json) {
     std::string keys = "[";
     for (std::size_t i = 0; i < removed.size(); ++i) {
       keys += (i ? "," : "") + util::json_string(removed[i]);
@@ -46,14 +46,16 @@ int run_gc(const GcOptions& options, const GlobalOptions& global) {
 
 } // namespace
 
-CommandRun setup_gc(CLI::App& app, const GlobalOptions& global) {
+CommandRun setup_gc(CLI::App& app) {
   auto options = std::make_shared<GcOptions>();
   CLI::App* command = app.add_subcommand(
       "gc", "Forget every key whose state is a fresh key's (never changes a decision)");
   command->footer("Decisions also collect a few such keys now and then; gc does all of them.\n"
                   "Example: ratelimit gc -v");
   command->add_flag("-v,--verbose", options->verbose, "Print each key removed on stderr");
-  return [options, &global] { return run_gc(*options, global); };
+  return [options](const OutputSettings& output, ConfigFiles&, StoreOpener& stores) {
+    return run_gc(*options, output.json, stores);
+  };
 }
 
 } // namespace ratelimit::cli

@@ -1,6 +1,6 @@
 #include "cli/limit_options.hpp"
 
-#include "cli/global_options.hpp"
+#include "cli/config_file.hpp"
 #include "cli/usage_error.hpp"
 #include "util/key_text.hpp"
 
@@ -67,17 +67,17 @@ std::int64_t parse_positive(std::string_view option, std::string_view text) {
   return value;
 }
 
-std::optional<std::string> apply_named_limit(LimitOptions& options, const GlobalOptions& global) {
+std::optional<std::string> apply_named_limit(LimitOptions& options, ConfigFiles& config) {
   if (!options.rates.empty()) {
     return std::nullopt;
   }
   if (options.key.empty()) {
     throw UsageError("no rate given; expected -r N/PERIOD, e.g. -r 10/s");
   }
-  const Config& config = configuration(global);
-  auto named = config.limits.find(options.key);
-  if (named == config.limits.end()) {
-    std::vector<std::string> files = config_files(global.config);
+  const auto& limits = config.config().limits;
+  auto named = limits.find(options.key);
+  if (named == limits.end()) {
+    std::vector<std::string> files = config.files();
     throw UsageError(fmt::format("no rate for {}: give -r N/PERIOD, e.g. -r 10/s, or define "
                                  "[limits.{}] in {}",
                                  util::printable_key(options.key), table_name(options.key),

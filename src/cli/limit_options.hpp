@@ -37,13 +37,13 @@ struct LimitedRequest {
 // Adds -r, -a, -b, -c and the KEY positional (required when `key_required`).
 void add_limit_options(CLI::App& command, LimitOptions& options, bool key_required = true);
 
-struct GlobalOptions;
+class ConfigFiles;
 
-// Without --rate, takes the limit named KEY from the configuration files: its rates, and
-// its algorithm, bursts and cost where the command line gives none. Returns its timeout,
+// Without --rate, takes the limit named KEY from the configuration files `config`: its rates,
+// and its algorithm, bursts and cost where the command line gives none. Returns its timeout,
 // for the commands that take one. Throws UsageError when there is neither a rate nor a
 // definition, or a file cannot be read. With --rate, reads no file.
-std::optional<std::string> apply_named_limit(LimitOptions& options, const GlobalOptions& global);
+std::optional<std::string> apply_named_limit(LimitOptions& options, ConfigFiles& config);
 
 // Parses and checks `options`; throws UsageError naming the bad value and the accepted form.
 // Without `key_required`, an empty key is allowed (the key is optional).

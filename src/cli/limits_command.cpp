@@ -23,10 +23,10 @@ std::string json_strings(const std::vector<std::string>& values) {
   return fmt::format("[{}]", fmt::join(quoted, ","));
 }
 
-int run_limits(const GlobalOptions& global) {
-  const Config& config = configuration(global);
+int run_limits(bool json, ConfigFiles& files) {
+  const Config& config = files.config();
   std::string out;
-  if (global.json) {
+  if (json) {
     std::vector<std::string> objects;
     for (const auto& [name, limit] : config.limits) {
       util::JsonObject object;
@@ -71,12 +71,14 @@ int run_limits(const GlobalOptions& global) {
 
 } // namespace
 
-CommandRun setup_limits(CLI::App& app, const GlobalOptions& global) {
+CommandRun setup_limits(CLI::App& app) {
   CLI::App* command = app.add_subcommand(
       "limits", "List the named limits of the configuration files (--config), usable without -r");
   command->footer(
       "Example: ratelimit limits; ratelimit run github -- curl -s https://api.github.com/");
-  return [&global] { return run_limits(global); };
+  return [](const OutputSettings& output, ConfigFiles& config, StoreOpener&) {
+    return run_limits(output.json, config);
+  };
 }
 
 } // namespace ratelimit::cli

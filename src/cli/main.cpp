@@ -2,20 +2,27 @@
 
 #include "cli/commands.hpp"
 #include "cli/exit_status.hpp"
+#include "cli/global_options.hpp"
+#include "cli/help_formatter.hpp"
 #include "cli/report.hpp"
+#include "cli/settings.hpp"
 #include "cli/usage_error.hpp"
 #include "cli/wrapped_command.hpp"
 #include "store/store.hpp"
-#include "util/standard_streams.hpp"
+#include "store/store_url.hpp"
+#include "util/key_text.hpp"
 #include "util/near_miss.hpp"
+#include "util/standard_streams.hpp"
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <optional>
 #include <sstream>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -29,9 +36,23 @@ constexpr const char* k_description =
 
 constexpr const char* k_examples =
     "Examples:\n"
-    "  ratelimit try api -r 10/s && curl https://api.example.com/\n"
-    "  ratelimit run fetch -r 5/s -r 1000/h -- curl -sO https://api.example.com/report\n"
+    "  ratelimit run api -r 5/s --until-exit -- curl -s https://api.example.com/\n"
+    "  ratelimit run backup -j 1 --no-wait -- /usr/local/bin/backup\n"
+    "  ratelimit try api -r 10/s && echo granted\n"
     "See ratelimit COMMAND --help, and man ratelimit for the algorithms and exit statuses.";
+
+// The end of `ratelimit --help`: the forms of a store URL, one a line, then the examples.
+std::string main_help_footer() {
+  // Listed as "A, B, C or D"; no form holds ", " or " or ".
+  std::string forms(store::k_store_url_form);
+  for (std::string_view separator : {", ", " or "}) {
+    for (std::size_t at = forms.find(separator); at != std::string::npos;
+         at = forms.find(separator, at)) {
+      forms.replace(at, separator.size(), "\n  ");
+    }
+  }
+  return "Store URLs (--store, $RATELIMIT_STORE):\n  " + forms + "\n\n" + k_examples;
+}
 
 std::string one_line(std::string text) {
   for (char& c : text) {
@@ -97,6 +118,30 @@ std::string accepted_form(const CLI::App& app, const CLI::App* command, const st
   return name;
 }
 
+// The words after KEY of `try` or `wait`, which run no command, as what to use instead; or
+// nothing for another command, or when the first word left over is an option.
+std::optional<std::string> command_given_message(const CLI::App& app, const CLI::App& command) {
+  std::vector<std::string> words = command.remaining();
+  std::vector<std::string> more = app.remaining();
+  words.insert(words.end(), more.begin(), more.end());
+  if (words.empty() || words.front().starts_with('-')) {
+    return std::nullopt;
+  }
+  std::string given = util::printable_key(fmt::format("{}", fmt::join(words, " ")).substr(0, 200));
+  if (command.get_name() == "wait") {
+    return fmt::format("wait runs no command ({} follows KEY); to run one at its slot: "
+                       "ratelimit run KEY [OPTIONS] [--] COMMAND [ARG...]",
+                       given);
+  }
+  if (command.get_name() == "try") {
+    return fmt::format("try runs no command ({} follows KEY); to run one if a slot is free "
+                       "now: ratelimit run KEY --no-wait [OPTIONS] [--] COMMAND [ARG...], or "
+                       "ratelimit try KEY [OPTIONS] && COMMAND",
+                       given);
+  }
+  return std::nullopt;
+}
+
 // CLI11's message for `error` in our own words: lower case, naming what was wrong and the
 // accepted form, then where to read more.
 std::string parse_error_message(const CLI::App& app, const CLI::ParseError& error) {
@@ -109,6 +154,11 @@ std::string parse_error_message(const CLI::App& app, const CLI::ParseError& erro
                                         : fmt::format("ratelimit {} --help", command->get_name());
   if (auto unknown = unknown_option_message(app, command, help)) {
     return *unknown;
+  }
+  if (dynamic_cast<const CLI::ExtrasError*>(&error) != nullptr && command != nullptr) {
+    if (auto hint = command_given_message(app, *command)) {
+      return *hint;
+    }
   }
   std::string text = error.what();
   std::string::size_type colon = text.find(": ");
@@ -196,22 +246,6 @@ std::optional<std::string> unknown_option_message(const CLI::App& app, const CLI
   return std::nullopt;
 }
 
-// The global options, as --help lists them, for the help of a command: they may follow
-// the command name too.
-std::string global_options_help(const CLI::App& app) {
-  std::vector<const CLI::Option*> options = app.get_options([&](const CLI::Option* option) {
-    return option != app.get_help_ptr() && option != app.get_help_all_ptr() &&
-           option != app.get_version_ptr() && option->nonpositional();
-  });
-  // The group starts with a blank line, which the footer already has.
-  CLI::Formatter fallback;
-  const auto* formatter = dynamic_cast<const CLI::Formatter*>(app.get_formatter().get());
-  std::string group =
-      (formatter != nullptr ? *formatter : fallback)
-          .make_group("Global options (before or after the command)", false, options);
-  return group.starts_with('\n') ? group.substr(1) : group;
-}
-
 // Parses the command line with the commands `only` (or all when null), then runs the one it
 // selects. Returns nothing, having run nothing, when a parse with `only` fails: the parse
 // with every command then reports the error, help or version as usual. Sets `wrapping` when
@@ -221,20 +255,17 @@ std::optional<int> parse_and_run(int argc, char** argv, const Command* only, boo
   CLI::App app(k_description, "ratelimit");
   app.set_version_flag("--version", "ratelimit " RATELIMIT_VERSION " (stores: sqlite, redis)");
   app.require_subcommand(1);
-  app.footer(k_examples);
   add_global_options(app, global);
   std::vector<std::pair<const CLI::App*, CommandRun>> runs;
   for (const Command& command : k_commands) {
     if (only == nullptr || only == &command) {
-      CommandRun run = command.setup(app, global);
+      CommandRun run = command.setup(app);
       runs.emplace_back(app.get_subcommands({}).back(), std::move(run));
     }
   }
   for (CLI::App* command : app.get_subcommands({})) {
-    // Global options may follow the command name too; its --help lists them (built only
-    // when shown).
+    // Global options may follow the command name too.
     command->fallthrough();
-    command->footer([&app] { return global_options_help(app); });
   }
   std::vector<const char*> args = mark_wrapped_command(app, argc, argv);
   try {
@@ -247,6 +278,10 @@ std::optional<int> parse_and_run(int argc, char** argv, const Command* only, boo
     if (dynamic_cast<const CLI::CallForHelp*>(&error) != nullptr ||
         dynamic_cast<const CLI::CallForAllHelp*>(&error) != nullptr ||
         dynamic_cast<const CLI::CallForVersion*>(&error) != nullptr) {
+      // Set up only when shown: a decision does not pay for it. Each command has a footer of
+      // its own.
+      app.footer(main_help_footer());
+      use_help_formatter(app, help_width());
       // Written as every output is, so that a failure to write it is told.
       std::ostringstream out;
       int status = app.exit(error, out, out);
@@ -273,9 +308,17 @@ std::optional<int> parse_and_run(int argc, char** argv, const Command* only, boo
   }
   const CLI::App* selected = app.get_subcommands().front();
   wrapping = selected->get_name() == "run";
+  // What the options mean with the environment and the configuration files, resolved when
+  // the command first needs it: the files are read, and the store named, only then.
+  Environment environment = std::getenv;
+  ConfigFiles config(named_config_file(global, environment));
+  StoreOpener stores([&] {
+    return resolve_store_settings(global, environment,
+                                  [&]() -> const core::Result<Config>& { return config.read(); });
+  });
   for (auto& [command, run] : runs) {
     if (command == selected) {
-      return run();
+      return run(global.output, config, stores);
     }
   }
   throw UsageError("no command given; see ratelimit --help");

@@ -22,14 +22,14 @@ struct MetricsOptions {
   std::string output;
 };
 
-int run_metrics(const MetricsOptions& options, const GlobalOptions& global) {
+int run_metrics(const MetricsOptions& options, StoreOpener& stores) {
   // A database that does not exist holds no keys: it is not created to say so.
-  auto store = open_existing_store(global);
+  auto store = stores.open_existing();
   std::vector<store::NamedCounters> counters;
   std::vector<store::KeyStatus> statuses;
   std::vector<store::RunEntry> entries;
   if (store) {
-    counters = store->counters();
+    counters = store->counters({});
     statuses = store->status({});
     entries = store->run_entries({});
   }
@@ -55,7 +55,7 @@ int run_metrics(const MetricsOptions& options, const GlobalOptions& global) {
 
 } // namespace
 
-CommandRun setup_metrics(CLI::App& app, const GlobalOptions& global) {
+CommandRun setup_metrics(CLI::App& app) {
   auto options = std::make_shared<MetricsOptions>();
   CLI::App* command = app.add_subcommand(
       "metrics", "Print every key's counters and standing for Prometheus (text format)");
@@ -73,7 +73,9 @@ CommandRun setup_metrics(CLI::App& app, const GlobalOptions& global) {
             return value.empty() ? "an empty path names no file" : std::string();
           },
           "FILE"));
-  return [options, &global] { return run_metrics(*options, global); };
+  return [options](const OutputSettings&, ConfigFiles&, StoreOpener& stores) {
+    return run_metrics(*options, stores);
+  };
 }
 
 } // namespace ratelimit::cli

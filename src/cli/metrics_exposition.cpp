@@ -48,10 +48,16 @@ constexpr Gauge k_gauges[] = {
 };
 
 // The commands running on each key's run slots (run -j, --until-exit), by key: for every key
-// with live commands (running or waiting) or a state, 0 when none runs.
-std::map<std::string, std::int64_t> running_commands(const std::vector<store::KeyStatus>& statuses,
-                                                     const std::vector<store::RunEntry>& entries) {
+// with live commands (running or waiting), a state or counters, 0 when none runs. A key used
+// only by run -j has counters and no state: its series stays while nothing runs.
+std::map<std::string, std::int64_t>
+running_commands(const std::vector<store::NamedCounters>& counters,
+                 const std::vector<store::KeyStatus>& statuses,
+                 const std::vector<store::RunEntry>& entries) {
   std::map<std::string, std::int64_t> running;
+  for (const store::NamedCounters& key : counters) {
+    running.emplace(key.key, 0);
+  }
   for (const store::KeyStatus& status : statuses) {
     running.emplace(status.key, 0);
   }
@@ -168,7 +174,7 @@ std::string metrics_exposition(const std::vector<store::NamedCounters>& counters
   // Of the run slots, not of the state: a damaged state hides none.
   text.family("ratelimit_running", "gauge",
               "Commands running on the key's run slots (ratelimit run -j, --until-exit).");
-  for (const auto& [key, count] : running_commands(statuses, entries)) {
+  for (const auto& [key, count] : running_commands(counters, statuses, entries)) {
     text.sample("ratelimit_running", KeyLabels(key).labels(), std::to_string(count));
   }
   return text.str();

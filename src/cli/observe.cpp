@@ -1,7 +1,6 @@
 #include "cli/observe.hpp"
 
 #include "cli/report.hpp"
-#include "cli/store_failure.hpp"
 #include "cli/usage_error.hpp"
 #include "core/rate.hpp"
 #include "store/store.hpp"
@@ -154,16 +153,16 @@ const char* cause_name(core::PauseCause cause) {
 
 // Applies `observation` to `key` where `after` says: on the store, else, after a command, on
 // the local database or not at all, as --on-store-error says.
-store::PauseStanding observe_on_store(const GlobalOptions& global, std::string_view key,
+store::PauseStanding observe_on_store(StoreOpener& stores, std::string_view key,
                                       const core::Observation& observation, ObserveAfter after) {
   try {
-    return open_store(global)->observe(key, observation);
+    return stores.open()->observe(key, observation);
   } catch (const store::StoreError& error) {
     if (after == ObserveAfter::nothing) {
       throw;
     }
-    if (falls_back_locally(global, error)) {
-      return fall_back_locally(global, error)->observe(key, observation);
+    if (stores.falls_back_locally(error)) {
+      return stores.fall_back_locally(error)->observe(key, observation);
     }
     // The command ran: its status is what the caller waits for; the lost answer is told.
     util::write_stderr(fmt::format("ratelimit: warning: the answer for {} was not applied: {}\n",
@@ -198,13 +197,13 @@ core::Observation observation_of(const core::ServerAnswer& answer, core::Nanos n
 
 } // namespace
 
-void forget_awaited_answer(const GlobalOptions& global, std::string_view key, std::int64_t seq) {
+void forget_awaited_answer(StoreOpener& stores, std::string_view key, std::int64_t seq) {
   core::Observation observation;
   observation.grant = seq;
-  observe_on_store(global, key, observation, ObserveAfter::command);
+  observe_on_store(stores, key, observation, ObserveAfter::command);
 }
 
-Observed observe_answer(const GlobalOptions& global, std::string_view key,
+Observed observe_answer(StoreOpener& stores, const OutputSettings& output, std::string_view key,
                         const core::ServerAnswer& answer, const ObserveSettings& settings,
                         ObserveAfter after) {
   core::Nanos now = util::realtime_nanos();
@@ -224,9 +223,9 @@ Observed observe_answer(const GlobalOptions& global, std::string_view key,
                  !observation.standings.empty() || !observation.policies.empty() ||
                  observation.grant.has_value();
   if (applies) {
-    standing = observe_on_store(global, key, observation, after);
+    standing = observe_on_store(stores, key, observation, after);
   }
-  if (!global.quiet) {
+  if (!output.quiet) {
     std::string_view asker =
         observed.pause.cause == core::PauseCause::retry_after ? "Retry-After" : "the backoff";
     if (observed.pause.capped) {
@@ -244,7 +243,7 @@ Observed observe_answer(const GlobalOptions& global, std::string_view key,
                                      core::format_duration(settings.max_pause)));
     }
   }
-  if (global.json) {
+  if (output.json) {
     util::JsonObject object;
     object.field("key", key);
     add_answer_fields(object, answer, now);

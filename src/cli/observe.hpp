@@ -1,6 +1,7 @@
 #pragma once
 
-#include "cli/global_options.hpp"
+#include "cli/output_settings.hpp"
+#include "cli/store_opener.hpp"
 #include "core/answer_pause.hpp"
 #include "core/server_answer.hpp"
 
@@ -61,18 +62,18 @@ struct Observed {
   std::optional<int> status;
 };
 
-// Applies `answer` to `key` on the store `global` names, in one operation (Store::observe):
+// Applies `answer` to `key` on the store of `stores`, in one operation (Store::observe):
 // the pause it asks (core::answer_pause from the clock's now, capped at `settings.max_pause`),
 // its quota standings as the key's server budget (each reset at most `max_pause` away), its
 // policies, and the answered grant. A warning on stderr, unless -q, when the cap shortens a
 // pause or a spent budget. Under --json prints one object: the key, what the answer said
 // (status, retry_after, standings, policies, notes), the pause and the budget.
-Observed observe_answer(const GlobalOptions& global, std::string_view key,
+Observed observe_answer(StoreOpener& stores, const OutputSettings& output, std::string_view key,
                         const core::ServerAnswer& answer, const ObserveSettings& settings,
                         ObserveAfter after);
 
 // After a command whose request got no answer to observe: the grant `seq` of `key` awaits
 // none any more (its request is not on its way to the server). A store failure is a warning.
-void forget_awaited_answer(const GlobalOptions& global, std::string_view key, std::int64_t seq);
+void forget_awaited_answer(StoreOpener& stores, std::string_view key, std::int64_t seq);
 
 } // namespace ratelimit::cli

@@ -40,7 +40,7 @@ std::optional<std::int64_t> parse_grant(const std::optional<std::string>& text) 
   return std::stoll(*text);
 }
 
-int run_observe(const ObserveOptions& options, const GlobalOptions& global) {
+int run_observe(const ObserveOptions& options, const OutputSettings& output, StoreOpener& stores) {
   check_key(options.key);
   // An empty --retry-after is a field the answer did not have ("$(…)" of nothing).
   bool retry_after_given = options.retry_after && !options.retry_after->empty();
@@ -70,13 +70,13 @@ int run_observe(const ObserveOptions& options, const GlobalOptions& global) {
             ? fmt::format("--headers {}: {}", util::printable_key(*options.headers), answer.error())
             : "--retry-after: " + answer.error());
   }
-  observe_answer(global, options.key, *answer, settings, ObserveAfter::nothing);
+  observe_answer(stores, output, options.key, *answer, settings, ObserveAfter::nothing);
   return k_exit_granted;
 }
 
 } // namespace
 
-CommandRun setup_observe(CLI::App& app, const GlobalOptions& global) {
+CommandRun setup_observe(CLI::App& app) {
   auto options = std::make_shared<ObserveOptions>();
   CLI::App* command = app.add_subcommand(
       "observe", "Apply what an HTTP server answered to KEY: Retry-After, 429 and 503 pause it; "
@@ -110,7 +110,9 @@ CommandRun setup_observe(CLI::App& app, const GlobalOptions& global) {
                    "The request's grant, as run exports it in $RATELIMIT_GRANT: what KEY granted "
                    "since counts against the quota the answer reports")
       ->option_text("N");
-  return [options, &global] { return run_observe(*options, global); };
+  return [options](const OutputSettings& output, ConfigFiles&, StoreOpener& stores) {
+    return run_observe(*options, output, stores);
+  };
 }
 
 } // namespace ratelimit::cli

@@ -6,17 +6,11 @@
 
 namespace ratelimit::cli {
 
-store::PauseStanding pause_key(const GlobalOptions& global, std::string_view key,
+store::PauseStanding pause_key(bool json, store::Store& store, std::string_view key,
                                core::Nanos duration,
                                const std::function<void(util::JsonObject&)>& extra) {
-  return pause_key(global, *open_store(global), key, duration, extra);
-}
-
-store::PauseStanding pause_key(const GlobalOptions& global, store::Store& store,
-                               std::string_view key, core::Nanos duration,
-                               const std::function<void(util::JsonObject&)>& extra) {
   store::PauseStanding standing = store.pause(key, duration);
-  if (global.json) {
+  if (json) {
     util::JsonObject object;
     object.field("key", key);
     core::Decision paused;

@@ -18,7 +18,7 @@ struct PauseOptions {
   int given = 0; // how many of KEY and DURATION the command line gave
 };
 
-int run_pause(const PauseOptions& options, const GlobalOptions& global) {
+int run_pause(const PauseOptions& options, bool json, StoreOpener& stores) {
   if (options.given < 2) {
     throw UsageError(fmt::format("a {} is required; expected ratelimit pause KEY DURATION, e.g. "
                                  "ratelimit pause api 30s",
@@ -29,13 +29,13 @@ int run_pause(const PauseOptions& options, const GlobalOptions& global) {
   if (!duration) {
     throw UsageError(duration.error());
   }
-  pause_key(global, options.key, *duration);
+  pause_key(json, *stores.open(), options.key, *duration);
   return k_exit_granted;
 }
 
 } // namespace
 
-CommandRun setup_pause(CLI::App& app, const GlobalOptions& global) {
+CommandRun setup_pause(CLI::App& app) {
   auto options = std::make_shared<PauseOptions>();
   CLI::App* command = app.add_subcommand(
       "pause", "Grant nothing on KEY to anyone for DURATION (e.g. after HTTP 429 Retry-After)");
@@ -43,13 +43,14 @@ CommandRun setup_pause(CLI::App& app, const GlobalOptions& global) {
                   "seconds, as Retry-After gives them.\n"
                   "Example: ratelimit pause api 30s");
   // Checked by run_pause, whose message names both: CLI11's would name one alone.
-  CLI::Option* key = command->add_option("key", options->key, "The key to pause");
+  CLI::Option* key =
+      command->add_option("key", options->key, "The key to pause")->option_text("KEY");
   CLI::Option* duration =
       command->add_option("duration", options->duration, "How long: 30s, 1.5min, 30 (seconds)")
           ->option_text("DURATION");
-  return [options, key, duration, &global] {
+  return [options, key, duration](const OutputSettings& output, ConfigFiles&, StoreOpener& stores) {
     options->given = static_cast<int>(key->count() + duration->count());
-    return run_pause(*options, global);
+    return run_pause(*options, output.json, stores);
   };
 }
 

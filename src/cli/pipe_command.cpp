@@ -104,9 +104,9 @@ private:
 
 class Pipe {
 public:
-  Pipe(Gate& gate, const LimitedRequest& request, const GlobalOptions& global, char delimiter,
+  Pipe(Gate& gate, const LimitedRequest& request, const OutputSettings& output, char delimiter,
        core::Nanos timeout)
-      : m_gate(gate), m_request(request), m_global(global), m_timeout(timeout),
+      : m_gate(gate), m_request(request), m_output(output), m_timeout(timeout),
         m_reader(k_input, delimiter), m_combine(instant_grants_combine(request.algorithm)),
         m_batch_records(m_combine ? batch_records(request) : 1) {
     if (m_gate.shared()) {
@@ -222,7 +222,7 @@ private:
     decision = std::move(acquired.decision);
     if (!decision.allowed) {
       report_timeout(decision);
-      return m_global.limited_exit_code;
+      return m_output.limited_exit_code;
     }
     if (acquired.more) {
       batched = reserved;
@@ -294,7 +294,7 @@ private:
   }
 
   void report_timeout(const core::Decision& decision) const {
-    if (m_global.quiet) {
+    if (m_output.quiet) {
       return;
     }
     std::string key = m_request.key.empty() ? "" : " on " + util::printable_key(m_request.key);
@@ -308,7 +308,7 @@ private:
 
   Gate& m_gate;
   const LimitedRequest& m_request;
-  const GlobalOptions& m_global;
+  const OutputSettings& m_output;
   core::Nanos m_timeout;
   util::RecordReader m_reader;
   // For a shared gate only.
@@ -326,35 +326,36 @@ void adopt_stored_algorithm(store::Store& store, LimitedRequest& request) {
   }
 }
 
-int run_pipe(PipeOptions options, const GlobalOptions& global) {
+int run_pipe(PipeOptions options, const OutputSettings& output, ConfigFiles& config,
+             StoreOpener& stores) {
   // An empty KEY typed out is a mistake, not a request for a limiter of our own.
-  std::optional<std::string> named_timeout = apply_named_limit(options.limit, global);
+  std::optional<std::string> named_timeout = apply_named_limit(options.limit, config);
   LimitedRequest request = resolve(options.limit, options.key_given);
   core::Nanos timeout = parse_timeout(options.timeout ? options.timeout : named_timeout);
-  if (global.json) {
+  if (output.json) {
     throw UsageError("--json does not apply to pipe: standard output carries the records");
   }
   char delimiter = options.null ? '\0' : '\n';
   if (request.key.empty()) {
     LocalGate gate(request, util::realtime_nanos);
-    return Pipe(gate, request, global, delimiter, timeout).run();
+    return Pipe(gate, request, output, delimiter, timeout).run();
   }
   // One connection for the whole stream; each decision is its own transaction.
   std::string failure;
   std::unique_ptr<store::Store> store =
-      open_store_or_fall_back(global, failure, [&](store::Store& opened) {
+      stores.open_or_fall_back(failure, [&](store::Store& opened) {
         if (!request.algorithm_chosen) {
           // The key's own algorithm paces the records (how they batch), as it decides them.
           adopt_stored_algorithm(opened, request);
         }
       });
-  FailOpenGate gate(store.get(), request, global, failure);
-  return Pipe(gate, request, global, delimiter, timeout).run();
+  FailOpenGate gate(store.get(), request, stores, failure);
+  return Pipe(gate, request, output, delimiter, timeout).run();
 }
 
 } // namespace
 
-CommandRun setup_pipe(CLI::App& app, const GlobalOptions& global) {
+CommandRun setup_pipe(CLI::App& app) {
   auto options = std::make_shared<PipeOptions>();
   CLI::App* command = app.add_subcommand(
       "pipe", "Copy stdin to stdout, releasing each line (or NUL-terminated record) at its slot");
@@ -372,10 +373,11 @@ CommandRun setup_pipe(CLI::App& app, const GlobalOptions& global) {
       ->add_option("-t,--timeout", options->timeout,
                    "Stop (exit 1) at a record whose slot is further away than this")
       ->option_text("DURATION");
-  return [command, options, &global] {
-    options->key_given = command->count("key") > 0;
-    return run_pipe(*options, global);
-  };
+  return
+      [command, options](const OutputSettings& output, ConfigFiles& config, StoreOpener& stores) {
+        options->key_given = command->count("key") > 0;
+        return run_pipe(*options, output, config, stores);
+      };
 }
 
 } // namespace ratelimit::cli

@@ -139,15 +139,15 @@ std::string refusal_message(const LimitedRequest& request, const core::Decision&
   return fmt::format("{}; next slot in {}", limited, wait);
 }
 
-void report(const GlobalOptions& global, const LimitedRequest& request,
-            const core::Decision& decision, std::optional<core::Nanos> waited,
-            core::Nanos max_wait) {
+void report(const OutputSettings& output, const LimitedRequest& request,
+            const core::Decision& decision, std::string_view local_fallback,
+            std::optional<core::Nanos> waited, core::Nanos max_wait) {
   const core::Limit& binding = request.limits[decision.binding];
-  if (!decision.allowed && !global.quiet) {
+  if (!decision.allowed && !output.quiet) {
     util::write_stderr(
         fmt::format("ratelimit: {}\n", refusal_message(request, decision, max_wait)));
   }
-  if (!global.json) {
+  if (!output.json) {
     return;
   }
   std::int64_t retry_after = decision.allowed ? 0 : core::ceil_millis(decision.wait);
@@ -175,9 +175,9 @@ void report(const GlobalOptions& global, const LimitedRequest& request,
   if (request.limits.size() > 1) {
     object.raw_field("limits", limits_json(decision.algorithm, request.limits, decision));
   }
-  if (!global.local_fallback.empty()) {
+  if (!local_fallback.empty()) {
     // Decided on the local database: why the store did not decide.
-    object.field("store_error", global.local_fallback);
+    object.field("store_error", local_fallback);
   }
   util::write_stdout(object.str() + "\n");
   util::flush_stdout();

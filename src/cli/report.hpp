@@ -1,13 +1,14 @@
 #pragma once
 
-#include "cli/global_options.hpp"
 #include "cli/limit_options.hpp"
+#include "cli/output_settings.hpp"
 #include "core/decide.hpp"
 
 #include <limits>
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 
 namespace ratelimit::util {
 class JsonObject;
@@ -23,12 +24,13 @@ std::string describe_limit(core::Algorithm algorithm, const core::Limit& limit);
 std::string refusal_message(const LimitedRequest& request, const core::Decision& decision,
                             core::Nanos max_wait);
 
-// Prints what a decision means to the user: on a denial one line on stderr (unless -q);
-// with --json one object on stdout (with `store_error` when decided on the local database
-// under --on-store-error=local). `waited` is the time slept, for wait and run;
-// `max_wait` the longest wait the request accepted (--timeout).
-void report(const GlobalOptions& global, const LimitedRequest& request,
-            const core::Decision& decision, std::optional<core::Nanos> waited = std::nullopt,
+// Prints what a decision means to the user as `output` says: on a denial one line on stderr
+// (unless -q); with --json one object on stdout (with `store_error` when decided on the local
+// database under --on-store-error=local: `local_fallback`, the store's error). `waited` is the
+// time slept, for wait and run; `max_wait` the longest wait the request accepted (--timeout).
+void report(const OutputSettings& output, const LimitedRequest& request,
+            const core::Decision& decision, std::string_view local_fallback,
+            std::optional<core::Nanos> waited = std::nullopt,
             core::Nanos max_wait = std::numeric_limits<core::Nanos>::max());
 
 // Each limit's figures in `decision` as a JSON array, the binding one marked.

@@ -19,7 +19,7 @@ struct ResetOptions {
   bool all = false;
 };
 
-int run_reset(const ResetOptions& options, const GlobalOptions& global) {
+int run_reset(const ResetOptions& options, bool json, StoreOpener& stores) {
   if (options.all == !options.keys.empty()) {
     throw UsageError(options.all ? "give keys or --all, not both"
                                  : "no key given; expected ratelimit reset KEY... or "
@@ -28,9 +28,9 @@ int run_reset(const ResetOptions& options, const GlobalOptions& global) {
   for (const std::string& key : options.keys) {
     check_key(key);
   }
-  auto store = open_existing_store(global);
+  auto store = stores.open_existing();
   std::size_t removed = store ? store->reset(options.keys, options.all) : 0;
-  if (global.json) {
+  if (json) {
     util::JsonObject object;
     object.field("removed", static_cast<std::int64_t>(removed));
     util::write_stdout(object.str() + "\n");
@@ -40,14 +40,16 @@ int run_reset(const ResetOptions& options, const GlobalOptions& global) {
 
 } // namespace
 
-CommandRun setup_reset(CLI::App& app, const GlobalOptions& global) {
+CommandRun setup_reset(CLI::App& app) {
   auto options = std::make_shared<ResetOptions>();
   CLI::App* command =
       app.add_subcommand("reset", "Forget keys, as if never used (unknown keys are no error)");
   command->footer("Example: ratelimit reset api; ratelimit reset --all");
   command->add_option("key", options->keys, "Keys to forget");
   command->add_flag("--all", options->all, "Forget every key");
-  return [options, &global] { return run_reset(*options, global); };
+  return [options](const OutputSettings& output, ConfigFiles&, StoreOpener& stores) {
+    return run_reset(*options, output.json, stores);
+  };
 }
 
 } // namespace ratelimit::cli

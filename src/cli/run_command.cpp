@@ -16,9 +16,11 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <memory>
 #include <optional>
 #include <random>
@@ -44,7 +46,26 @@ struct RunOptions {
   std::optional<int> retries;             // default 0
   ObserveRunOptions observe;
   std::optional<std::string> jitter; // default none
+  // Words of COMMAND's arguments that name options of run's, such as `-r` (run k echo hi
+  // -r 5/s): named when KEY turns out to have no rate.
+  std::vector<std::string> options_after_command;
 };
+
+// Without -r, the limit named KEY (see apply_named_limit). When there is none and options of
+// run's came after COMMAND, where they went is part of the message.
+std::optional<std::string> named_limit(RunOptions& options, ConfigFiles& config) {
+  try {
+    return apply_named_limit(options.limit, config);
+  } catch (const UsageError& error) {
+    if (options.options_after_command.empty()) {
+      throw;
+    }
+    throw UsageError(fmt::format("{}; {} came after COMMAND {} and went to it: give run's "
+                                 "options before COMMAND",
+                                 error.what(), fmt::join(options.options_after_command, ", "),
+                                 util::printable_key(options.command.front())));
+  }
+}
 
 // The message for a command that cannot be started; escaped as keys are: a command name
 // must not forge a line or reach the terminal raw.
@@ -130,20 +151,21 @@ std::optional<std::int64_t> grant_of(const Acquired& acquired) {
 // run --backoff-on or --observe: the command runs as a child, as many times as --retries
 // allows; each exit with a status of --backoff-on pauses the key, for longer each time, and
 // under --observe each answer is observed (a 429 or 503 pauses the key as the server asks).
-int run_retrying(const RunOptions& options, const GlobalOptions& global, LimitedRequest request,
-                 core::Nanos max_wait, const RetryOptions& retry) {
+int run_retrying(const RunOptions& options, StoreOpener& stores, const OutputSettings& output,
+                 LimitedRequest request, core::Nanos max_wait, const RetryOptions& retry) {
   request.awaits_answer = retry.observe;
   core::Nanos jitter = parse_jitter(options.jitter);
-  RetryingRuns runs(retry, global, request.key, options.command);
+  RetryingRuns runs(retry, stores, output, request.key, options.command);
   util::InterruptSignals signals;
   Asking asking = options.no_wait ? Asking::now_to_run : Asking::for_the_next;
   for (;;) {
-    Acquired acquired = acquire_from_store(global, signals, request, asking, max_wait, jitter);
+    Acquired acquired =
+        acquire_from_store(stores, output, signals, request, asking, max_wait, jitter);
     if (acquired.signal != 0) {
       return 128 + acquired.signal;
     }
     if (!acquired.decision.allowed) {
-      return global.limited_exit_code;
+      return output.limited_exit_code;
     }
     std::optional<std::int64_t> grant = grant_of(acquired);
     // The command inherits standard output: what is buffered goes first.
@@ -163,7 +185,8 @@ int run_retrying(const RunOptions& options, const GlobalOptions& global, Limited
 }
 
 // -j and --until-exit: the command runs as a child that holds a slot until it exits.
-int run_holding_slot(RunOptions options, const GlobalOptions& global, const RetryOptions& retry) {
+int run_holding_slot(RunOptions options, ConfigFiles& config, StoreOpener& stores,
+                     const OutputSettings& output, const RetryOptions& retry) {
   HoldingRun run;
   run.until_exit = options.until_exit;
   run.retry = &retry;
@@ -182,9 +205,9 @@ int run_holding_slot(RunOptions options, const GlobalOptions& global, const Retr
   std::optional<std::string> named_timeout;
   bool rates_needed =
       options.until_exit || !options.limit.rates.empty() ||
-      (!options.limit.key.empty() && configuration(global).limits.contains(options.limit.key));
+      (!options.limit.key.empty() && config.config().limits.contains(options.limit.key));
   if (rates_needed) {
-    named_timeout = apply_named_limit(options.limit, global);
+    named_timeout = named_limit(options, config);
     if (options.until_exit) {
       // A named limit's algorithm and bursts do not apply: each rate is a count of runs.
       options.limit.algorithm = "sliding-log";
@@ -223,20 +246,21 @@ int run_holding_slot(RunOptions options, const GlobalOptions& global, const Retr
   run.lease = *lease;
   run.command = std::move(options.command);
   // What a command needs to call `ratelimit pause "$RATELIMIT_KEY"` on the same store.
-  export_store_environment(global);
+  stores.export_environment();
   ::setenv("RATELIMIT_KEY", run.request.key.c_str(), 1);
-  return run_holding(run, global);
+  return run_holding(run, stores, output);
 }
 
-int run_run(RunOptions options, const GlobalOptions& global) {
+int run_run(RunOptions options, const OutputSettings& output, ConfigFiles& config,
+            StoreOpener& stores) {
   if (options.lease && !options.concurrency && !options.until_exit) {
     throw UsageError("--lease applies to -j and --until-exit; give one of them");
   }
   RetryOptions retry = retry_options(options);
   if (options.concurrency || options.until_exit) {
-    return run_holding_slot(std::move(options), global, retry);
+    return run_holding_slot(std::move(options), config, stores, output, retry);
   }
-  std::optional<std::string> named_timeout = apply_named_limit(options.limit, global);
+  std::optional<std::string> named_timeout = named_limit(options, config);
   if (!options.timeout) {
     options.timeout = named_timeout;
   }
@@ -247,30 +271,48 @@ int run_run(RunOptions options, const GlobalOptions& global) {
   }
   core::Nanos max_wait = parse_timeout(options.timeout);
   // What a command needs to call `ratelimit pause "$RATELIMIT_KEY"` on the same store.
-  export_store_environment(global);
+  stores.export_environment();
   ::setenv("RATELIMIT_KEY", request.key.c_str(), 1);
   if (!retry.backoff_on.empty() || retry.observe) {
-    return run_retrying(options, global, request, max_wait, retry);
+    return run_retrying(options, stores, output, request, max_wait, retry);
   }
   util::InterruptSignals signals;
   // The store is closed again before the command runs.
   Acquired acquired = acquire_from_store(
-      global, signals, request, options.no_wait ? Asking::now_to_run : Asking::for_the_next,
+      stores, output, signals, request, options.no_wait ? Asking::now_to_run : Asking::for_the_next,
       max_wait, parse_jitter(options.jitter));
   if (acquired.signal != 0) {
     return 128 + acquired.signal;
   }
   if (!acquired.decision.allowed) {
-    return global.limited_exit_code;
+    return output.limited_exit_code;
   }
   grant_of(acquired);
   signals.restore();
   return execute(options.command);
 }
 
+// --backoff-on's CODE: a status COMMAND exits with, which an HTTP status is not.
+CLI::Validator exit_status_validator() {
+  return CLI::Validator(
+      [](const std::string& value) {
+        int code = 0;
+        auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), code);
+        if (error == std::errc() && end == value.data() + value.size() && code >= 1 &&
+            code <= 255) {
+          return std::string();
+        }
+        return fmt::format("\"{}\" is not an exit status: CODE is a status COMMAND exits with, 1 "
+                           "to 255, not an HTTP status (curl -f exits 22 on an HTTP error, 429 "
+                           "included)",
+                           value.substr(0, 64));
+      },
+      "CODE");
+}
+
 } // namespace
 
-CommandRun setup_run(CLI::App& app, const GlobalOptions& global) {
+CommandRun setup_run(CLI::App& app) {
   auto options = std::make_shared<RunOptions>();
   CLI::App* command = app.add_subcommand("run", "Wait for a slot, then execute COMMAND (no shell)");
   command->footer(
@@ -289,13 +331,13 @@ CommandRun setup_run(CLI::App& app, const GlobalOptions& global) {
                     "Do not wait: run COMMAND only if a slot is free now, else exit 1");
   command
       ->add_option("--backoff-on", options->backoff_on,
-                   "When COMMAND exits with CODE, pause KEY for the backoff (repeatable); "
-                   "COMMAND then runs as a child")
+                   "When COMMAND exits with status CODE (curl -f exits 22 on an HTTP error), "
+                   "pause KEY for the backoff (repeatable); COMMAND then runs as a child")
       ->option_text("CODE")
       ->expected(1)
       ->allow_extra_args(false) // one CODE per option; `--` after it ends the options
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
-      ->check(CLI::Range(1, 255));
+      ->check(exit_status_validator());
   command
       ->add_option("--backoff", options->backoff,
                    "The first backoff pause (default 1s), doubled at each further such exit")
@@ -334,7 +376,23 @@ CommandRun setup_run(CLI::App& app, const GlobalOptions& global) {
                    "The command and its arguments: from the first word after KEY that is not "
                    "an option, or after --")
       ->option_text("[--] COMMAND [ARG...]");
-  return [options, &global] { return run_run(*options, global); };
+  return [options, command, &app](const OutputSettings& output, ConfigFiles& config,
+                                  StoreOpener& stores) {
+    // Looked for only among COMMAND's arguments: its name may be anything.
+    for (std::size_t i = 1; i < options->command.size(); ++i) {
+      const std::string& word = options->command[i];
+      if (word.size() < 2 || word[0] != '-' || word == "--") {
+        continue;
+      }
+      std::string name =
+          word.starts_with("--") ? word.substr(0, word.find('=')) : word.substr(0, 2);
+      if (command->get_option_no_throw(name) != nullptr ||
+          app.get_option_no_throw(name) != nullptr) {
+        options->options_after_command.push_back(name);
+      }
+    }
+    return run_run(*options, output, config, stores);
+  };
 }
 
 } // namespace ratelimit::cli

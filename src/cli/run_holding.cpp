@@ -41,9 +41,11 @@ struct Refusal {
   core::Nanos now = 0;
 };
 
-void report_refusal(const GlobalOptions& global, const HoldingRun& run,
-                    const std::vector<core::RunCap>& caps, const Refusal& refusal) {
-  if (!global.quiet) {
+// `local_fallback`: why the slots are the local database's, when they are (StoreOpener).
+void report_refusal(const OutputSettings& output, std::string_view local_fallback,
+                    const HoldingRun& run, const std::vector<core::RunCap>& caps,
+                    const Refusal& refusal) {
+  if (!output.quiet) {
     std::string limited =
         refusal.paused_until != 0
             ? fmt::format("{} paused until {}", util::printable_key(run.request.key),
@@ -63,7 +65,7 @@ void report_refusal(const GlobalOptions& global, const HoldingRun& run,
     }
     util::write_stderr(fmt::format("ratelimit: {}; {}\n", limited, where));
   }
-  if (global.json) {
+  if (output.json) {
     util::JsonObject object;
     object.field("key", run.request.key).field("allowed", false).field("cost", run.request.cost);
     if (refusal.retry_after) {
@@ -77,8 +79,8 @@ void report_refusal(const GlobalOptions& global, const HoldingRun& run,
       paused.paused_until = refusal.paused_until;
       add_pause_fields(object, paused);
     }
-    if (!global.local_fallback.empty()) {
-      object.field("store_error", global.local_fallback);
+    if (!local_fallback.empty()) {
+      object.field("store_error", local_fallback);
     }
     util::write_stdout(object.str() + "\n");
     util::flush_stdout();
@@ -98,9 +100,10 @@ std::string caps_json(const std::vector<core::RunCap>& caps) {
   return json + "]";
 }
 
-void report_start(const GlobalOptions& global, const HoldingRun& run,
-                  const std::vector<core::RunCap>& caps, core::Nanos waited) {
-  if (!global.json) {
+void report_start(const OutputSettings& output, std::string_view local_fallback,
+                  const HoldingRun& run, const std::vector<core::RunCap>& caps,
+                  core::Nanos waited) {
+  if (!output.json) {
     return;
   }
   util::JsonObject object;
@@ -114,8 +117,8 @@ void report_start(const GlobalOptions& global, const HoldingRun& run,
     object.raw_field("limits", caps_json(rates));
   }
   object.field("waited_ms", (waited + core::k_nanos_per_milli / 2) / core::k_nanos_per_milli);
-  if (!global.local_fallback.empty()) {
-    object.field("store_error", global.local_fallback);
+  if (!local_fallback.empty()) {
+    object.field("store_error", local_fallback);
   }
   util::write_stdout(object.str() + "\n");
   util::flush_stdout();
@@ -161,8 +164,8 @@ public:
 // Waits for the command's slot; a command that does not start leaves the queue, and a
 // refusal is reported.
 RunSlotWait wait_for_slot(store::RunSlots& slots, util::InterruptSignals& signals,
-                          const GlobalOptions& global, const HoldingRun& run,
-                          const std::vector<core::RunCap>& caps) {
+                          const OutputSettings& output, std::string_view local_fallback,
+                          const HoldingRun& run, const std::vector<core::RunCap>& caps) {
   SlotQueue queue(slots, signals, run, caps);
   SystemClock clock;
   RunSlotWait wait = wait_for_run_slot(queue, clock, run.max_wait, run.no_wait);
@@ -181,43 +184,59 @@ RunSlotWait wait_for_slot(store::RunSlots& slots, util::InterruptSignals& signal
     if (!answer.behind && answer.admission.admission == core::Admission::at) {
       refusal.retry_after = answer.admission.at - answer.now;
     }
-    report_refusal(global, run, caps, refusal);
+    report_refusal(output, local_fallback, run, caps, refusal);
   }
   return wait;
+}
+
+// Adds what the slots decided to the key's counters. A store that fails now changes nothing of
+// it: the count is lost, with a warning.
+void count_on_slots(store::Store& store, const HoldingRun& run, bool granted, core::Nanos waited) {
+  try {
+    store.add_to_counters(run.request.key, granted, waited);
+  } catch (const store::StoreError& error) {
+    util::write_stderr(
+        fmt::format("ratelimit: warning: cannot count the request: {}\n", error.what()));
+  }
 }
 
 // Takes a place on the run slots of `store` into `slots` and waits for the command's slot as
 // `run_holding` does; `grant` is the sequence of the rate's grant, when the store made one.
 // Returns the status to end with, or nothing when the command may start.
 std::optional<int> take_slot(store::Store& store, std::unique_ptr<store::RunSlots>& slots,
-                             util::InterruptSignals& signals, const GlobalOptions& global,
-                             const HoldingRun& run, const std::vector<core::RunCap>& caps,
+                             util::InterruptSignals& signals, const OutputSettings& output,
+                             std::string_view local_fallback, const HoldingRun& run,
+                             const std::vector<core::RunCap>& caps,
                              std::optional<std::int64_t>& grant) {
   grant.reset();
   slots = store.run_slots(run.lease);
-  RunSlotWait slot = wait_for_slot(*slots, signals, global, run, caps);
+  RunSlotWait slot = wait_for_slot(*slots, signals, output, local_fallback, run, caps);
   if (slot.interrupted != 0) {
     return 128 + slot.interrupted;
   }
   if (!slot.started) {
-    return global.limited_exit_code;
+    // Refused a slot: limited, as a refusal by a rate is.
+    count_on_slots(store, run, false, 0);
+    return output.limited_exit_code;
   }
   core::Nanos left =
       run.max_wait == k_forever ? k_forever : std::max<core::Nanos>(0, run.max_wait - slot.waited);
   if (!run.until_exit && !run.request.limits.empty()) {
     // The rate's slot after the running slot: commands started in a burst once slots free
     // up would otherwise follow grants made long before.
-    StoreGate gate(store, run.request);
+    StoreGate gate(store, run.request, std::string(local_fallback));
     Acquired acquired =
-        acquire(gate, signals, global, run.request,
+        acquire(gate, signals, output, run.request,
                 run.no_wait ? Asking::now_to_run : Asking::for_the_next, left, run.jitter);
     if (acquired.signal != 0 || !acquired.decision.allowed) {
       slots->finish();
-      return acquired.signal != 0 ? 128 + acquired.signal : global.limited_exit_code;
+      return acquired.signal != 0 ? 128 + acquired.signal : output.limited_exit_code;
     }
     grant = acquired.decision.grant.seq;
   } else {
-    report_start(global, run, caps, slot.waited);
+    // Granted by the slots alone: no decision of a rate counts it.
+    count_on_slots(store, run, true, slot.slept ? slot.waited : 0);
+    report_start(output, local_fallback, run, caps, slot.waited);
   }
   return std::nullopt;
 }
@@ -237,10 +256,11 @@ std::vector<core::RunCap> run_caps(const HoldingRun& run) {
   return caps;
 }
 
-int run_holding(const HoldingRun& run, const GlobalOptions& global) {
+int run_holding(const HoldingRun& run, StoreOpener& stores, const OutputSettings& output) {
   std::vector<core::RunCap> caps = run_caps(run);
   RetryOptions no_retry;
-  RetryingRuns runs(run.retry ? *run.retry : no_retry, global, run.request.key, run.command);
+  RetryingRuns runs(run.retry ? *run.retry : no_retry, stores, output, run.request.key,
+                    run.command);
   HoldingRun attempt = run;
   std::unique_ptr<store::Store> store;
   util::InterruptSignals signals;
@@ -249,23 +269,23 @@ int run_holding(const HoldingRun& run, const GlobalOptions& global) {
     std::optional<std::int64_t> grant;
     try {
       if (!store) {
-        store = open_store(global);
+        store = stores.open();
       }
-      if (std::optional<int> status =
-              take_slot(*store, slots, signals, global, attempt, caps, grant)) {
+      if (std::optional<int> status = take_slot(*store, slots, signals, output,
+                                                stores.local_fallback(), attempt, caps, grant)) {
         return *status;
       }
     } catch (const store::StoreError& error) {
       // A place the store gave before it failed stays taken there until its lease runs out,
       // which never over-admits.
       slots.reset();
-      if (falls_back_locally(global, error)) {
-        store = fall_back_locally(global, error);
-        if (std::optional<int> status =
-                take_slot(*store, slots, signals, global, attempt, caps, grant)) {
+      if (stores.falls_back_locally(error)) {
+        store = stores.fall_back_locally(error);
+        if (std::optional<int> status = take_slot(*store, slots, signals, output,
+                                                  stores.local_fallback(), attempt, caps, grant)) {
           return *status;
         }
-      } else if (!fail_open(global, error)) {
+      } else if (!stores.fail_open(error)) {
         throw;
       }
     }

@@ -1,8 +1,9 @@
 #pragma once
 
-#include "cli/global_options.hpp"
 #include "cli/limit_options.hpp"
+#include "cli/output_settings.hpp"
 #include "cli/run_retrying.hpp"
+#include "cli/store_opener.hpp"
 #include "core/run_slots.hpp"
 
 #include <string>
@@ -39,9 +40,10 @@ std::vector<core::RunCap> run_caps(const HoldingRun& run);
 // holder exits; within --timeout; at once with --no-wait), then, without --until-exit, for
 // the rates as `run` does; starts the command as a child, passes signals on to it, waits,
 // frees the slot, and returns the command's status (128 + N for signal N). Limited: the
-// limited status, with the refusal reported as `run` reports it. With `retry`, the command's
-// end is handled as `run` handles it (RetryingRuns): a retry takes a new slot, after the
-// pause, as the first did (even under --no-wait).
-int run_holding(const HoldingRun& run, const GlobalOptions& global);
+// limited status, with the refusal reported as `run` reports it. The slots are those of the
+// store of `stores`, and of the local database after an outage under --on-store-error=local.
+// With `retry`, the command's end is handled as `run` handles it (RetryingRuns): a retry
+// takes a new slot, after the pause, as the first did (even under --no-wait).
+int run_holding(const HoldingRun& run, StoreOpener& stores, const OutputSettings& output);
 
 } // namespace ratelimit::cli

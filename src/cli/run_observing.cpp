@@ -101,8 +101,8 @@ private:
   std::string m_path;
 };
 
-void warn(const GlobalOptions& global, const std::string& message) {
-  if (!global.quiet) {
+void warn(const OutputSettings& output, const std::string& message) {
+  if (!output.quiet) {
     util::write_stderr(fmt::format("ratelimit: warning: --observe: {}\n", message));
   }
 }
@@ -110,9 +110,9 @@ void warn(const GlobalOptions& global, const std::string& message) {
 // The head at `plan.path` after the command, understood; nothing when there is none to read
 // (the command failed before an answer, or wrote no head), with a warning when it is not a
 // head.
-std::optional<core::ServerAnswer> read_answer(const HeadPlan& plan, const GlobalOptions& global) {
+std::optional<core::ServerAnswer> read_answer(const HeadPlan& plan, const OutputSettings& output) {
   if (plan.path.empty()) {
-    warn(global, plan.problem);
+    warn(output, plan.problem);
     return std::nullopt;
   }
   core::AnswerInput input;
@@ -120,7 +120,7 @@ std::optional<core::ServerAnswer> read_answer(const HeadPlan& plan, const Global
   try {
     head = read_head_file(plan.path, util::realtime_nanos());
   } catch (const UsageError& error) {
-    warn(global, fmt::format("nothing observed: {}", error.what()));
+    warn(output, fmt::format("nothing observed: {}", error.what()));
     return std::nullopt;
   }
   if (head.text.empty()) {
@@ -130,7 +130,7 @@ std::optional<core::ServerAnswer> read_answer(const HeadPlan& plan, const Global
   input.arrived = head.arrived;
   auto answer = core::understand_answer(input);
   if (!answer) {
-    warn(global,
+    warn(output,
          fmt::format("nothing observed: {}: {}", util::printable_key(plan.path), answer.error()));
     return std::nullopt;
   }
@@ -139,16 +139,16 @@ std::optional<core::ServerAnswer> read_answer(const HeadPlan& plan, const Global
 
 // Observes the head at `plan.path` for `key`; without one, only the grant, which awaits no
 // answer any more.
-Observed observe_head(const HeadPlan& plan, const GlobalOptions& global, std::string_view key,
-                      const ObserveSettings& settings) {
-  std::optional<core::ServerAnswer> answer = read_answer(plan, global);
+Observed observe_head(const HeadPlan& plan, StoreOpener& stores, const OutputSettings& output,
+                      std::string_view key, const ObserveSettings& settings) {
+  std::optional<core::ServerAnswer> answer = read_answer(plan, output);
   if (!answer) {
     if (settings.grant) {
-      forget_awaited_answer(global, key, *settings.grant);
+      forget_awaited_answer(stores, key, *settings.grant);
     }
     return {};
   }
-  return observe_answer(global, key, *answer, settings, ObserveAfter::command);
+  return observe_answer(stores, output, key, *answer, settings, ObserveAfter::command);
 }
 
 } // namespace
@@ -174,9 +174,10 @@ HeadPlan plan_head(std::vector<std::string> command, const std::string& private_
   return plan;
 }
 
-ChildRun run_observed(const std::vector<std::string>& command, const GlobalOptions& global,
-                      std::string_view key, const ObserveSettings& settings,
-                      const std::function<void()>& tick, std::int64_t tick_ns) {
+ChildRun run_observed(const std::vector<std::string>& command, StoreOpener& stores,
+                      const OutputSettings& output, std::string_view key,
+                      const ObserveSettings& settings, const std::function<void()>& tick,
+                      std::int64_t tick_ns) {
   PrivateFile file;
   HeadPlan plan = plan_head(command, file.path());
   // A command that is not curl writes the head there; with curl's -D - it stays empty.
@@ -188,7 +189,7 @@ ChildRun run_observed(const std::vector<std::string>& command, const GlobalOptio
   }
   ChildRun run;
   run.status = util::run_child(plan.command, tick, tick_ns);
-  Observed observed = observe_head(plan, global, key, settings);
+  Observed observed = observe_head(plan, stores, output, key, settings);
   run.throttled = observed.throttled;
   run.answer_status = observed.status.value_or(0);
   return run;

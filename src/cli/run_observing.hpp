@@ -1,8 +1,9 @@
 #pragma once
 
 #include "cli/cli11_fwd.hpp"
-#include "cli/global_options.hpp"
 #include "cli/observe.hpp"
+#include "cli/output_settings.hpp"
+#include "cli/store_opener.hpp"
 
 #include <functional>
 #include <optional>
@@ -57,8 +58,9 @@ struct ChildRun {
 // exits, observes the head for `key` as `ratelimit observe` does with `settings` (a store
 // failure is then a warning; no head: only the grant is told its answer came), removes the
 // file, and returns how it ended.
-ChildRun run_observed(const std::vector<std::string>& command, const GlobalOptions& global,
-                      std::string_view key, const ObserveSettings& settings,
-                      const std::function<void()>& tick = {}, std::int64_t tick_ns = 0);
+ChildRun run_observed(const std::vector<std::string>& command, StoreOpener& stores,
+                      const OutputSettings& output, std::string_view key,
+                      const ObserveSettings& settings, const std::function<void()>& tick = {},
+                      std::int64_t tick_ns = 0);
 
 } // namespace ratelimit::cli

@@ -1,7 +1,6 @@
 #include "cli/run_retrying.hpp"
 
 #include "cli/pause.hpp"
-#include "cli/store_failure.hpp"
 #include "core/backoff.hpp"
 #include "util/child_process.hpp"
 #include "util/json.hpp"
@@ -13,10 +12,11 @@
 
 namespace ratelimit::cli {
 
-RetryingRuns::RetryingRuns(const RetryOptions& options, const GlobalOptions& global,
-                           std::string key, std::vector<std::string> command)
-    : m_options(options), m_global(global), m_key(std::move(key)), m_command(std::move(command)),
-      m_random(std::random_device{}()) {}
+RetryingRuns::RetryingRuns(const RetryOptions& options, StoreOpener& stores,
+                           const OutputSettings& output, std::string key,
+                           std::vector<std::string> command)
+    : m_options(options), m_stores(stores), m_output(output), m_key(std::move(key)),
+      m_command(std::move(command)), m_random(std::random_device{}()) {}
 
 ChildRun RetryingRuns::run(std::optional<std::int64_t> grant, const std::function<void()>& tick,
                            std::int64_t tick_ns) {
@@ -28,7 +28,7 @@ ChildRun RetryingRuns::run(std::optional<std::int64_t> grant, const std::functio
   settings.grant = grant;
   settings.backoff = m_options.backoff;
   settings.attempt = m_attempt;
-  return run_observed(m_command, m_global, m_key, settings, tick, tick_ns);
+  return run_observed(m_command, m_stores, m_output, m_key, settings, tick, tick_ns);
 }
 
 bool RetryingRuns::again(const ChildRun& run) {
@@ -51,22 +51,22 @@ bool RetryingRuns::again(const ChildRun& run) {
           .field("retry", retrying);
     };
     try {
-      pause_key(m_global, m_key, delay, add_backoff);
+      pause_key(m_output.json, *m_stores.open(), m_key, delay, add_backoff);
     } catch (const store::StoreError& error) {
-      if (falls_back_locally(m_global, error)) {
+      if (m_stores.falls_back_locally(error)) {
         // Where the retry decides while the store is out of reach.
-        pause_key(m_global, *fall_back_locally(m_global, error), m_key, delay, add_backoff);
-      } else if (!fail_open(m_global, error)) {
+        pause_key(m_output.json, *m_stores.fall_back_locally(error), m_key, delay, add_backoff);
+      } else if (!m_stores.fail_open(error)) {
         // Under --on-store-error=allow the retry goes on without the pause.
         throw;
       }
     }
-    if (!m_global.quiet) {
+    if (!m_output.quiet) {
       util::write_stderr(fmt::format(
           "ratelimit: {} exited with {}: {} paused for {}{}\n", util::printable_key(m_command[0]),
           run.status, util::printable_key(m_key), core::format_duration(delay), retry));
     }
-  } else if (!m_global.quiet && retrying) {
+  } else if (!m_output.quiet && retrying) {
     // The observation paused the key as the answer asked (Retry-After, or the backoff).
     util::write_stderr(fmt::format("ratelimit: {} was answered {}{}\n",
                                    util::printable_key(m_command[0]), run.answer_status, retry));

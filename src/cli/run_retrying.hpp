@@ -1,7 +1,8 @@
 #pragma once
 
-#include "cli/global_options.hpp"
+#include "cli/output_settings.hpp"
 #include "cli/run_observing.hpp"
+#include "cli/store_opener.hpp"
 
 #include <cstdint>
 #include <functional>
@@ -29,8 +30,8 @@ struct RetryOptions {
 // again.
 class RetryingRuns {
 public:
-  RetryingRuns(const RetryOptions& options, const GlobalOptions& global, std::string key,
-               std::vector<std::string> command);
+  RetryingRuns(const RetryOptions& options, StoreOpener& stores, const OutputSettings& output,
+               std::string key, std::vector<std::string> command);
 
   // Runs the command once (the slot is granted; signals as the caller left them for it), in
   // the slot of the grant whose sequence is `grant` when known; observed under --observe.
@@ -39,13 +40,14 @@ public:
                std::int64_t tick_ns = 0);
 
   // After `run`: pauses the key for the backoff when the command exited with a status of
-  // --backoff-on (through the store `global` names, or where --on-store-error sends it), says
+  // --backoff-on (on the store of `stores`, or where --on-store-error sends it), says
   // so on stderr (unless -q), and whether the command runs again.
   bool again(const ChildRun& run);
 
 private:
   const RetryOptions& m_options;
-  const GlobalOptions& m_global;
+  StoreOpener& m_stores;
+  const OutputSettings& m_output;
   std::string m_key;
   std::vector<std::string> m_command;
   int m_attempt = 0;

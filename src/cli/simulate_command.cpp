@@ -10,6 +10,7 @@
 #include "util/key_text.hpp"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <charconv>
@@ -34,6 +35,11 @@ struct SimulateOptions {
   std::string load = "1";
   std::string seed = "1";
   std::string format;
+  bool adaptive = false;
+  std::vector<std::string> server_limits;
+  std::string workers = "8";
+  std::string calls = "300";
+  std::string latency = "100ms";
 };
 
 // Which options the command line gave, as opposed to defaults.
@@ -43,6 +49,11 @@ struct Given {
   bool duration = false;
   bool load = false;
   bool seed = false;
+  // Options that shape the algorithms' comparison, not an adaptive replay.
+  bool comparison_only = false;
+  bool server_limit = false;
+  // --workers, --calls or --latency.
+  bool replay_shape = false;
 };
 
 template <typename T>
@@ -114,9 +125,10 @@ std::string read_trace(const std::string& path) {
   return text;
 }
 
-SimulateFormat resolve_format(const SimulateOptions& options, const GlobalOptions& global) {
-  std::string name = options.format.empty() ? (global.json ? "json" : "table") : options.format;
-  if (global.json && name != "json") {
+// The format --format names; --json is json.
+SimulateFormat resolve_format(const SimulateOptions& options, bool json) {
+  std::string name = options.format.empty() ? (json ? "json" : "table") : options.format;
+  if (json && name != "json") {
     throw UsageError(fmt::format("--json conflicts with --format {}; give one of them", name));
   }
   if (name == "table") {
@@ -192,7 +204,73 @@ void check_simulation(const std::vector<core::Algorithm>& algorithms, const sim:
   }
 }
 
-void run_simulate(const SimulateOptions& options, const Given& given, const GlobalOptions& global) {
+// `N/PERIOD` (from the start) or `N/PERIOD@TIME` (from TIME on), in time order, one from 0.
+std::vector<sim::ServerLimit> resolve_server_limits(const std::vector<std::string>& texts) {
+  std::vector<sim::ServerLimit> limits;
+  for (const std::string& text : texts) {
+    std::size_t at = text.find('@');
+    sim::ServerLimit limit;
+    limit.rate = checked(core::parse_rate(text.substr(0, at)), "--server-limit: ");
+    if (at != std::string::npos) {
+      limit.from = checked(core::parse_duration(text.substr(at + 1)), "--server-limit: ");
+    }
+    limits.push_back(limit);
+  }
+  std::stable_sort(limits.begin(), limits.end(),
+                   [](const auto& a, const auto& b) { return a.from < b.from; });
+  for (std::size_t i = 1; i < limits.size(); ++i) {
+    if (limits[i].from == limits[i - 1].from) {
+      throw UsageError(fmt::format("--server-limit: two limits from {}; give each one time, "
+                                   "e.g. --server-limit 5/s --server-limit 10/s@30s",
+                                   core::format_seconds(limits[i].from)));
+    }
+  }
+  if (limits.front().from != 0) {
+    throw UsageError("--server-limit: no limit from the start; give one without @TIME, e.g. "
+                     "--server-limit 5/s");
+  }
+  return limits;
+}
+
+// `simulate --adaptive`: workers through one adaptive key against a server's secret limit.
+void run_adaptive_replay(const SimulateOptions& options, const Given& given, bool json) {
+  if (!options.adaptive) {
+    throw UsageError("--server-limit, --workers, --calls and --latency replay a server against "
+                     "--adaptive; add --adaptive");
+  }
+  if (!given.server_limit) {
+    throw UsageError("--adaptive replays a server with a secret limit; give it, e.g. "
+                     "--server-limit 5/s");
+  }
+  if (given.comparison_only) {
+    throw UsageError("--adaptive replays its own calls: --trace, --profile, --duration, --load, "
+                     "--algorithm, --mode and --burst compare the algorithms without it");
+  }
+  if (options.rates.size() != 1) {
+    throw UsageError("--adaptive takes one --rate, the ceiling of the adaptive rate");
+  }
+  SimulateFormat format = resolve_format(options, json);
+  sim::AdaptiveSpec spec;
+  spec.ceiling = checked(core::parse_rate(options.rates.front()));
+  spec.server = resolve_server_limits(options.server_limits);
+  spec.workers = parse_positive("--workers", options.workers);
+  spec.calls = parse_positive("--calls", options.calls);
+  if (spec.workers > 10'000 || spec.calls > 1'000'000) {
+    throw UsageError("--adaptive replays at most 10000 workers and 1000000 calls");
+  }
+  spec.latency = checked(core::parse_duration(options.latency), "--latency: ");
+  if (spec.latency > 3600 * core::k_nanos_per_second) {
+    throw UsageError(fmt::format("invalid --latency {}: expected at most 1h", options.latency));
+  }
+  spec.seed = parse_seed(options.seed);
+  print_adaptive_replay(format, spec, sim::replay_adaptive(spec));
+}
+
+void run_simulate(const SimulateOptions& options, const Given& given, bool json) {
+  if (options.adaptive || given.server_limit || given.replay_shape) {
+    run_adaptive_replay(options, given, json);
+    return;
+  }
   if (given.trace == given.profile) {
     throw UsageError("give exactly one of --trace FILE and --profile "
                      "steady|burst|boundary|poisson");
@@ -201,7 +279,7 @@ void run_simulate(const SimulateOptions& options, const Given& given, const Glob
     throw UsageError("--duration, --load and --seed shape a --profile; a --trace has its own "
                      "times");
   }
-  SimulateFormat format = resolve_format(options, global);
+  SimulateFormat format = resolve_format(options, json);
   std::vector<core::Algorithm> algorithms = resolve_algorithms(options.algorithm);
   sim::Settings settings;
   settings.mode = resolve_mode(options.mode);
@@ -240,7 +318,7 @@ void run_simulate(const SimulateOptions& options, const Given& given, const Glob
 
 } // namespace
 
-CommandRun setup_simulate(CLI::App& app, const GlobalOptions& global) {
+CommandRun setup_simulate(CLI::App& app) {
   auto options = std::make_shared<SimulateOptions>();
   CLI::App* command = app.add_subcommand(
       "simulate", "Compare the algorithms on a trace or a traffic profile, on a virtual clock");
@@ -283,15 +361,40 @@ CommandRun setup_simulate(CLI::App& app, const GlobalOptions& global) {
       ->add_option("--load", options->load,
                    "Profile arrivals as a multiple of the first rate (default 1)")
       ->option_text("X");
-  command->add_option("--seed", options->seed, "Seed of the poisson profile (default 1)")
+  command
+      ->add_option("--seed", options->seed,
+                   "Seed of the poisson profile or of --adaptive's latencies (default 1)")
       ->option_text("N");
   command->add_option("--format", options->format, "table (default), csv or json")
       ->option_text("table|csv|json");
-  return [options, command, &global] {
+  command->add_flag("--adaptive", options->adaptive,
+                    "Replay workers through one adaptive key, -r its ceiling, against "
+                    "--server-limit");
+  command
+      ->add_option("--server-limit", options->server_limits,
+                   "The server's secret limit, from TIME on with @TIME; repeat to change it")
+      ->option_text("N/PERIOD[@TIME]")
+      ->allow_extra_args(false);
+  command->add_option("--workers", options->workers, "With --adaptive: workers (default 8)")
+      ->option_text("N");
+  command->add_option("--calls", options->calls, "With --adaptive: calls to make (default 300)")
+      ->option_text("N");
+  command
+      ->add_option("--latency", options->latency,
+                   "With --adaptive: mean time from a call to its answer (default 100ms)")
+      ->option_text("DURATION");
+  return [options, command](const OutputSettings& output, ConfigFiles&, StoreOpener&) {
     Given given{command->count("--trace") > 0, command->count("--profile") > 0,
                 command->count("--duration") > 0, command->count("--load") > 0,
                 command->count("--seed") > 0};
-    run_simulate(*options, given, global);
+    for (const char* option :
+         {"--trace", "--profile", "--duration", "--load", "--algorithm", "--mode", "--burst"}) {
+      given.comparison_only = given.comparison_only || command->count(option) > 0;
+    }
+    given.server_limit = command->count("--server-limit") > 0;
+    given.replay_shape =
+        command->count("--workers") + command->count("--calls") + command->count("--latency") > 0;
+    run_simulate(*options, given, output.json);
     return k_exit_granted;
   };
 }

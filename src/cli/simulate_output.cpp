@@ -1,6 +1,7 @@
 #include "cli/simulate_output.hpp"
 
 #include "cli/report.hpp"
+#include "core/adaptive_rate.hpp"
 #include "util/json.hpp"
 #include "util/standard_streams.hpp"
 
@@ -225,7 +226,119 @@ void print_json(Output& out, const SimulationReport& report) {
   out.print("\n]\n");
 }
 
+// Micro-requests per second as requests per second with two decimals, rounded down: `3.50`.
+std::string per_second(std::int64_t micro) {
+  return fmt::format("{}.{:02}", micro / core::k_micro_per_second,
+                     micro % core::k_micro_per_second / 10'000);
+}
+
+std::string describe_server(const sim::AdaptiveSpec& spec) {
+  std::string text;
+  for (const sim::ServerLimit& limit : spec.server) {
+    text += text.empty() ? core::format_rate(limit.rate)
+                         : fmt::format(", {} from {}", core::format_rate(limit.rate),
+                                       core::format_seconds(limit.from));
+  }
+  return text;
+}
+
+void print_adaptive_table(Output& out, const sim::AdaptiveSpec& spec,
+                          const sim::AdaptiveReplay& replay) {
+  out.print("adaptive rate under a ceiling of {}: {} workers, {} calls, answered in {} on "
+            "average\n",
+            core::format_rate(spec.ceiling), spec.workers, spec.calls,
+            core::format_seconds(spec.latency));
+  out.print("the server's secret limit: {} (fixed windows; 429 with Retry-After)\n\n",
+            describe_server(spec));
+  out.print("{:>8}  {:>9}  {:>5}  {:>5}\n", "time", "rate (/s)", "200", "429");
+  for (const sim::AdaptiveSample& sample : replay.samples) {
+    out.print("{:>8}  {:>9}  {:>5}  {:>5}\n", core::format_seconds(sample.at),
+              per_second(sample.micro_rate), sample.succeeded, sample.throttled);
+  }
+  out.print("\n429 answers: {} ({}.{}% of {} calls); the most for one call: {}; cuts: {}\n",
+            replay.throttled, replay.throttled * 100 / replay.calls,
+            replay.throttled * 1000 / replay.calls % 10, replay.calls, replay.most_retries,
+            replay.cuts);
+  out.print("duration: {} (the secret limit allows {}: {}.{:02}x)\n",
+            core::format_seconds(replay.duration), core::format_seconds(replay.least_duration),
+            replay.duration / std::max<Nanos>(replay.least_duration, 1),
+            replay.duration * 100 / std::max<Nanos>(replay.least_duration, 1) % 100);
+  for (const sim::Convergence& raise : replay.raises) {
+    std::string target =
+        per_second(core::micro_rate(raise.limit.rate) / 10 * sim::k_converged_tenths);
+    if (raise.after < 0) {
+      out.print("after the raise to {} at {}: the rate never reached {}/s\n",
+                core::format_rate(raise.limit.rate), core::format_seconds(raise.limit.from),
+                target);
+    } else {
+      out.print("after the raise to {} at {}: the rate reached {}/s in {}\n",
+                core::format_rate(raise.limit.rate), core::format_seconds(raise.limit.from), target,
+                core::format_seconds(raise.after));
+    }
+  }
+}
+
+void print_adaptive_csv(Output& out, const sim::AdaptiveReplay& replay) {
+  out.print("time_ms,rate_per_s,succeeded,throttled\n");
+  for (const sim::AdaptiveSample& sample : replay.samples) {
+    out.print("{},{},{},{}\n", json_millis(sample.at), per_second(sample.micro_rate),
+              sample.succeeded, sample.throttled);
+  }
+}
+
+void print_adaptive_json(Output& out, const sim::AdaptiveSpec& spec,
+                         const sim::AdaptiveReplay& replay) {
+  std::vector<std::string> rates;
+  std::vector<std::int64_t> succeeded;
+  std::vector<std::int64_t> throttled;
+  for (const sim::AdaptiveSample& sample : replay.samples) {
+    rates.push_back(per_second(sample.micro_rate));
+    succeeded.push_back(sample.succeeded);
+    throttled.push_back(sample.throttled);
+  }
+  std::vector<std::string> raises;
+  for (const sim::Convergence& raise : replay.raises) {
+    util::JsonObject object;
+    object.field("limit", core::format_rate(raise.limit.rate))
+        .raw_field("at_ms", json_millis(raise.limit.from))
+        .raw_field("reached_ms", raise.after < 0 ? "null" : json_millis(raise.after));
+    raises.push_back(object.str());
+  }
+  util::JsonObject object;
+  object.field("ceiling", core::format_rate(spec.ceiling))
+      .field("server", describe_server(spec))
+      .field("workers", spec.workers)
+      .field("calls", replay.calls)
+      .field("throttled", replay.throttled)
+      .field("most_retries", replay.most_retries)
+      .field("cuts", replay.cuts)
+      .raw_field("duration_ms", json_millis(replay.duration))
+      .raw_field("least_duration_ms", json_millis(replay.least_duration))
+      .raw_field("bucket_ms", json_millis(replay.bucket_width))
+      .raw_field("rate_per_s", fmt::format("[{}]", fmt::join(rates, ",")))
+      .raw_field("succeeded", fmt::format("[{}]", fmt::join(succeeded, ",")))
+      .raw_field("throttled_per_bucket", fmt::format("[{}]", fmt::join(throttled, ",")))
+      .raw_field("raises", fmt::format("[{}]", fmt::join(raises, ",")));
+  out.print("{}\n", object.str());
+}
+
 } // namespace
+
+void print_adaptive_replay(SimulateFormat format, const sim::AdaptiveSpec& spec,
+                           const sim::AdaptiveReplay& replay) {
+  Output output;
+  switch (format) {
+  case SimulateFormat::table:
+    print_adaptive_table(output, spec, replay);
+    break;
+  case SimulateFormat::csv:
+    print_adaptive_csv(output, replay);
+    break;
+  case SimulateFormat::json:
+    print_adaptive_json(output, spec, replay);
+    break;
+  }
+}
 
 void print_simulation(SimulateFormat format, const SimulationReport& report) {
   Output output;

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "sim/adaptive_replay.hpp"
 #include "sim/simulate.hpp"
 
 #include <optional>
@@ -26,5 +27,12 @@ enum class SimulateFormat { table, csv, json };
 // Prints `report` on standard output as aligned rows with sparklines and a recommendation line; as
 // CSV, one row per arrival per algorithm; or as a JSON array of one object per algorithm.
 void print_simulation(SimulateFormat format, const SimulationReport& report);
+
+// Prints an adaptive replay: the rate over time with the answers per bucket, the count of
+// 429 answers, the duration against the least the server allows, and how soon the rate
+// followed each raise of the server's limit; as a table, CSV rows (one per bucket) or one
+// JSON object.
+void print_adaptive_replay(SimulateFormat format, const sim::AdaptiveSpec& spec,
+                           const sim::AdaptiveReplay& replay);
 
 } // namespace ratelimit::cli

@@ -12,7 +12,9 @@
 #include <algorithm>
 #include <ctime>
 #include <fmt/format.h>
+#include <map>
 #include <memory>
+#include <string_view>
 
 namespace ratelimit::cli {
 
@@ -103,6 +105,15 @@ bool has_runs(const std::vector<store::RunEntry>& entries, std::string_view key)
                      [&](const store::RunEntry& entry) { return entry.key == key; });
 }
 
+std::string counters_json(const store::KeyCounters& counters) {
+  util::JsonObject object;
+  object.field("granted", counters.granted)
+      .field("limited", counters.limited)
+      .raw_field("waited_ms", json_millis(counters.waited_us * core::k_nanos_per_micro))
+      .field("throttled", counters.throttled);
+  return object.str();
+}
+
 std::string json_status(const store::KeyStatus& status,
                         const std::vector<store::RunEntry>& entries) {
   const core::Decision& standing = status.standing;
@@ -135,12 +146,7 @@ std::string json_status(const store::KeyStatus& status,
   object.raw_field("limits", limits_json(state.algorithm, limits, standing));
   object.raw_field("budget", budget_json(standing.budget, standing.now))
       .raw_field("policies", policies_json(state.server.policies));
-  util::JsonObject counters;
-  counters.field("granted", status.counters.granted)
-      .field("limited", status.counters.limited)
-      .raw_field("waited_ms", json_millis(status.counters.waited_us * core::k_nanos_per_micro))
-      .field("throttled", status.counters.throttled);
-  object.raw_field("counters", counters.str());
+  object.raw_field("counters", counters_json(status.counters));
   if (has_runs(entries, status.key)) {
     object.raw_field("runs", runs_json(entries, status.key));
   }
@@ -183,65 +189,84 @@ void print_runs(const std::vector<store::RunEntry>& entries, core::Nanos now, bo
   }
 }
 
-int run_status(const StatusOptions& options, const GlobalOptions& global) {
+// A key that has no state but counters or commands on its run slots (run -j, --until-exit
+// alone, or a state gone since: collected as fresh, expired on Redis).
+std::string json_stateless(const std::string& key, const store::KeyCounters& counters,
+                           const std::vector<store::RunEntry>& entries) {
+  util::JsonObject object;
+  object.field("key", key).raw_field("algorithm", "null");
+  object.raw_field("counters", counters_json(counters));
+  if (has_runs(entries, key)) {
+    object.raw_field("runs", runs_json(entries, key));
+  }
+  return object.str();
+}
+
+// What status shows of one key: its state when it has one, else its counters alone.
+struct ShownKey {
+  std::string key;
+  const store::KeyStatus* status = nullptr;
+  store::KeyCounters counters;
+};
+
+int run_status(const StatusOptions& options, bool json, StoreOpener& stores) {
   for (const std::string& key : options.keys) {
     check_key(key);
   }
   // A database that does not exist holds no keys: it is not created to say so.
-  auto store = open_existing_store(global);
+  auto store = stores.open_existing();
   std::vector<store::KeyStatus> found;
+  std::vector<store::NamedCounters> counters;
   std::vector<store::RunEntry> entries;
   core::Nanos now = 0;
   if (store) {
     found = store->status(options.keys);
+    counters = store->counters(options.keys);
     entries = store->run_entries(options.keys);
     if (!entries.empty()) {
       now = store->now();
     }
   }
-  // Keys that only commands on their run slots know of (run -j alone).
-  std::vector<std::string> runs_only;
+  // Every key the store knows of: by its state, its counters, or the commands on its slots;
+  // by key, so that a database of many keys is looked through once.
+  std::map<std::string_view, ShownKey> known;
   for (const store::RunEntry& entry : entries) {
-    bool known = std::any_of(found.begin(), found.end(), [&](const store::KeyStatus& status) {
-      return status.key == entry.key;
-    });
-    if (!known && std::find(runs_only.begin(), runs_only.end(), entry.key) == runs_only.end()) {
-      runs_only.push_back(entry.key);
-    }
+    known.emplace(entry.key, ShownKey{entry.key, nullptr, {}});
+  }
+  for (const store::NamedCounters& item : counters) {
+    known.insert_or_assign(item.key, ShownKey{item.key, nullptr, item.counters});
+  }
+  for (const store::KeyStatus& status : found) {
+    known.insert_or_assign(status.key, ShownKey{status.key, &status, {}});
   }
 
   // In the order asked for; a key named twice is shown twice. A damaged key is one line on
   // stderr and exit status 3 once the others are shown: one bad key hides nothing else.
-  std::vector<const store::KeyStatus*> shown;
+  std::vector<ShownKey> shown;
   int exit_status = k_exit_granted;
   if (options.keys.empty()) {
-    for (const store::KeyStatus& status : found) {
-      shown.push_back(&status);
+    for (const auto& [key, item] : known) {
+      shown.push_back(item);
     }
   } else {
     for (const std::string& key : options.keys) {
-      auto match = std::find_if(found.begin(), found.end(),
-                                [&](const store::KeyStatus& status) { return status.key == key; });
-      if (match == found.end() && has_runs(entries, key)) {
-        continue;
-      }
-      if (match == found.end()) {
-        util::write_stderr(fmt::format("ratelimit: unknown key {}: it has no state (never "
-                                       "used, reset or collected as fresh)\n",
+      if (auto item = known.find(key); item != known.end()) {
+        shown.push_back(item->second);
+      } else {
+        util::write_stderr(fmt::format("ratelimit: unknown key {}: nothing is known of it "
+                                       "(never used, reset, or unused for 31 days)\n",
                                        util::printable_key(key)));
         exit_status = k_exit_unknown_key;
-      } else {
-        shown.push_back(&*match);
       }
     }
   }
 
   bool damaged = false;
-  std::erase_if(shown, [&](const store::KeyStatus* status) {
-    if (status->damage.empty()) {
+  std::erase_if(shown, [&](const ShownKey& key) {
+    if (key.status == nullptr || key.status->damage.empty()) {
       return false;
     }
-    util::write_stderr(fmt::format("ratelimit: {}\n", status->damage));
+    util::write_stderr(fmt::format("ratelimit: {}\n", key.status->damage));
     damaged = true;
     return true;
   });
@@ -249,15 +274,12 @@ int run_status(const StatusOptions& options, const GlobalOptions& global) {
     exit_status = k_exit_store;
   }
 
-  if (global.json) {
+  if (json) {
     std::string out = "[";
-    for (std::size_t i = 0; i < shown.size(); ++i) {
-      out += (i ? "," : "") + json_status(*shown[i], entries);
-    }
-    for (const std::string& key : runs_only) {
-      util::JsonObject object;
-      object.field("key", key).raw_field("runs", runs_json(entries, key));
-      out += (out.size() > 1 ? "," : "") + object.str();
+    for (const ShownKey& key : shown) {
+      out += (out.size() > 1 ? "," : "") + (key.status
+                                                ? json_status(*key.status, entries)
+                                                : json_stateless(key.key, key.counters, entries));
     }
     util::write_stdout(out + "]\n");
     return exit_status;
@@ -269,8 +291,8 @@ int run_status(const StatusOptions& options, const GlobalOptions& global) {
     return exit_status;
   }
   // The column of pauses only when a key shown is paused.
-  bool paused = std::any_of(shown.begin(), shown.end(), [](const store::KeyStatus* status) {
-    return status->standing.paused_until > status->standing.now;
+  bool paused = std::any_of(shown.begin(), shown.end(), [](const ShownKey& key) {
+    return key.status && key.status->standing.paused_until > key.status->standing.now;
   });
   std::vector<std::vector<std::string>> rows{{"KEY", "ALGORITHM", "LIMITS", "REMAINING",
                                               "RETRY AFTER", "RESET AFTER", "LAST USE", "GRANTED",
@@ -279,15 +301,31 @@ int run_status(const StatusOptions& options, const GlobalOptions& global) {
     rows.front().push_back("PAUSED UNTIL");
   }
   // The columns of what servers said only when a key shown has some.
-  bool server = std::any_of(shown.begin(), shown.end(), [](const store::KeyStatus* status) {
-    return has_server_word(*status);
+  bool server = std::any_of(shown.begin(), shown.end(), [](const ShownKey& key) {
+    return key.status ? has_server_word(*key.status) : key.counters.throttled != 0;
   });
   if (server) {
     for (const char* column : {"QUOTA LEFT", "QUOTA RESET", "POLICY", "429/503"}) {
       rows.front().push_back(column);
     }
   }
-  for (const store::KeyStatus* status : shown) {
+  for (const ShownKey& key : shown) {
+    if (key.status == nullptr) {
+      rows.push_back({util::printable_key(key.key), "-", "-", "-", "-", "-", "-",
+                      std::to_string(key.counters.granted), std::to_string(key.counters.limited),
+                      core::format_duration(key.counters.waited_us * core::k_nanos_per_micro)});
+      if (paused) {
+        rows.back().push_back("-");
+      }
+      if (server) {
+        for (const char* none : {"-", "-", "-"}) {
+          rows.back().push_back(none);
+        }
+        rows.back().push_back(std::to_string(key.counters.throttled));
+      }
+      continue;
+    }
+    const store::KeyStatus* status = key.status;
     const core::Decision& standing = status->standing;
     bool has_limits = !status->state.limits.empty();
     rows.push_back(
@@ -315,7 +353,7 @@ int run_status(const StatusOptions& options, const GlobalOptions& global) {
 
 } // namespace
 
-CommandRun setup_status(CLI::App& app, const GlobalOptions& global) {
+CommandRun setup_status(CLI::App& app) {
   auto options = std::make_shared<StatusOptions>();
   CLI::App* command = app.add_subcommand(
       "status", "Show the state and counters of keys (all keys without KEY) without consuming "
@@ -324,7 +362,9 @@ CommandRun setup_status(CLI::App& app, const GlobalOptions& global) {
                   "damaged (the others are shown).\n"
                   "Example: ratelimit status api --json");
   command->add_option("key", options->keys, "Keys to show (default: every key)");
-  return [options, &global] { return run_status(*options, global); };
+  return [options](const OutputSettings& output, ConfigFiles&, StoreOpener& stores) {
+    return run_status(*options, output.json, stores);
+  };
 }
 
 } // namespace ratelimit::cli

@@ -9,25 +9,28 @@ namespace ratelimit::cli {
 
 namespace {
 
-int run_try(LimitOptions options, const GlobalOptions& global) {
-  apply_named_limit(options, global);
+int run_try(LimitOptions options, const OutputSettings& output, ConfigFiles& config,
+            StoreOpener& stores) {
+  apply_named_limit(options, config);
   LimitedRequest request = resolve(options);
   util::InterruptSignals signals;
-  Acquired acquired = acquire_from_store(global, signals, request, Asking::now, 0);
+  Acquired acquired = acquire_from_store(stores, output, signals, request, Asking::now, 0);
   if (acquired.signal != 0) {
     return 128 + acquired.signal;
   }
-  return acquired.decision.allowed ? k_exit_granted : global.limited_exit_code;
+  return acquired.decision.allowed ? k_exit_granted : output.limited_exit_code;
 }
 
 } // namespace
 
-CommandRun setup_try(CLI::App& app, const GlobalOptions& global) {
+CommandRun setup_try(CLI::App& app) {
   auto options = std::make_shared<LimitOptions>();
   CLI::App* command = app.add_subcommand("try", "Decide now: exit 0 if granted, 1 if limited");
   command->footer("Example: ratelimit try api -r 10/s && curl https://api.example.com/");
   add_limit_options(*command, *options);
-  return [options, &global] { return run_try(*options, global); };
+  return [options](const OutputSettings& output, ConfigFiles& config, StoreOpener& stores) {
+    return run_try(*options, output, config, stores);
+  };
 }
 
 } // namespace ratelimit::cli

@@ -16,21 +16,23 @@ struct WaitOptions {
   std::optional<std::string> timeout;
 };
 
-int run_wait(WaitOptions options, const GlobalOptions& global) {
-  std::optional<std::string> named_timeout = apply_named_limit(options.limit, global);
+int run_wait(WaitOptions options, const OutputSettings& output, ConfigFiles& config,
+             StoreOpener& stores) {
+  std::optional<std::string> named_timeout = apply_named_limit(options.limit, config);
   LimitedRequest request = resolve(options.limit);
   core::Nanos max_wait = parse_timeout(options.timeout ? options.timeout : named_timeout);
   util::InterruptSignals signals;
-  Acquired acquired = acquire_from_store(global, signals, request, Asking::for_the_next, max_wait);
+  Acquired acquired =
+      acquire_from_store(stores, output, signals, request, Asking::for_the_next, max_wait);
   if (acquired.signal != 0) {
     return 128 + acquired.signal;
   }
-  return acquired.decision.allowed ? k_exit_granted : global.limited_exit_code;
+  return acquired.decision.allowed ? k_exit_granted : output.limited_exit_code;
 }
 
 } // namespace
 
-CommandRun setup_wait(CLI::App& app, const GlobalOptions& global) {
+CommandRun setup_wait(CLI::App& app) {
   auto options = std::make_shared<WaitOptions>();
   CLI::App* command =
       app.add_subcommand("wait", "Reserve the next slot and sleep until it, then exit 0");
@@ -40,7 +42,9 @@ CommandRun setup_wait(CLI::App& app, const GlobalOptions& global) {
       ->add_option("-t,--timeout", options->timeout,
                    "Give up at once (exit 1) if the slot is further away than this")
       ->option_text("DURATION");
-  return [options, &global] { return run_wait(*options, global); };
+  return [options](const OutputSettings& output, ConfigFiles& config, StoreOpener& stores) {
+    return run_wait(*options, output, config, stores);
+  };
 }
 
 } // namespace ratelimit::cli

@@ -32,7 +32,7 @@ constexpr AlgorithmInfo k_algorithms[] = {
     // The start of the latest window with grants; the cost granted in it; the latest grant.
     {Algorithm::fixed_window, "fixed-window", false, false, false, true, {k_time, k_cost, k_time},
      16, fixed_window_rules},
-    // The current window's start; its cost; the previous window's cost.
+    // The latest grant, whose window is the current one; its cost; the previous window's cost.
     {Algorithm::sliding_window, "sliding-window", false, false, false, true,
      {k_time, k_cost, k_cost}, 24, sliding_window_rules},
     // The last grant; the cumulative cost of all grants; of those already forgotten.

@@ -18,17 +18,19 @@ enum class Algorithm {
   sliding_log,
 };
 
-inline constexpr Algorithm k_all_algorithms[] = {
-    Algorithm::token_bucket, Algorithm::leaky_bucket, Algorithm::fixed_window,
-    Algorithm::sliding_window, Algorithm::sliding_log};
+inline constexpr Algorithm k_all_algorithms[] = {Algorithm::token_bucket, Algorithm::leaky_bucket,
+                                                 Algorithm::fixed_window, Algorithm::sliding_window,
+                                                 Algorithm::sliding_log};
 
 // What one of the three slots of a limit's stored state holds (see each algorithm's rules):
 // a time, in the store's unit, or an amount of cost. An unused slot holds 0.
 enum class SlotKind { time, cost };
 
-// One algorithm, described once: what decisions, both stores, simulate, the CLI and the
-// documentation tests need to know of it besides its rules. A sixth algorithm is one more
-// entry here and its Rules (core/rules.hpp).
+// One algorithm, described once: what decisions, both stores (the Redis script through
+// the prelude generated from this table), simulate, the CLI and the documentation tests
+// need to know of it besides its rules. docs/architecture.md lists what a sixth algorithm
+// takes: an entry here, its Rules (core/rules.hpp) and their Lua mirror, its tests and
+// documentation.
 struct AlgorithmInfo {
   Algorithm algorithm;
   // The name users type and the documentation uses: `token-bucket`, `sliding-log`, ...
@@ -69,6 +71,8 @@ inline constexpr Algorithm default_algorithm(bool burst_given) {
 }
 
 // Whether a burst means something for `algorithm` (bucket capacity or queue depth).
-inline bool takes_burst(Algorithm algorithm) { return info(algorithm).takes_burst; }
+inline bool takes_burst(Algorithm algorithm) {
+  return info(algorithm).takes_burst;
+}
 
 } // namespace ratelimit::core

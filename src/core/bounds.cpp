@@ -32,7 +32,8 @@ bool is_limit(Algorithm algorithm, const Limit& limit) {
 } // namespace
 
 bool within_bounds(const KeyState& state) {
-  if (!is_time(state.clock) || !is_time(state.paused_until)) {
+  if (!is_time(state.clock) || !is_time(state.paused_until) || state.granted < 0 ||
+      state.granted > k_max_window_count) {
     return false;
   }
   const std::array<SlotKind, 3>& kinds = info(state.algorithm).slots;

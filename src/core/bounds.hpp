@@ -10,7 +10,7 @@ namespace ratelimit::core {
 // Far enough inside int64 that the algorithms' arithmetic (a time plus a few periods or
 // a bucket's refill, a difference of two times) cannot overflow, and inside the 2^53 that
 // the Redis script's doubles hold exactly (its times are microseconds). The Lua script
-// (src/store/lua/arith.lua) applies the same bounds.
+// (src/store/redis/lua/arith.lua) applies the same bounds.
 
 // The latest time: 2^62 ns after the epoch, in the year 2116. A clock past it is beyond
 // the supported range; a slot past it is too far away to be granted.
@@ -21,6 +21,16 @@ inline constexpr Nanos k_min_time = -(Nanos{1} << 60);
 // The most cost a window algorithm counts in one slot (a sliding log counts every grant
 // the key ever had).
 inline constexpr std::int64_t k_max_total = (std::int64_t{1} << 53) - 1;
+// Where the windows' counts and KeyState::granted saturate: far above any limit's N
+// (k_max_count), so that a saturated count still holds every window full, and below 2^51,
+// so that the Redis script divides by it exactly. It stands for any number: a key would
+// have to grant 10^15 units before a store forgets its state to pass it.
+inline constexpr std::int64_t k_max_window_count = std::int64_t{1} << 50;
+
+// `count` plus `cost`, saturated at k_max_window_count.
+inline std::int64_t add_window_count(std::int64_t count, std::int64_t cost) {
+  return count >= k_max_window_count - cost ? k_max_window_count : count + cost;
+}
 
 // Whether `state` could have been stored by this program: limits that check_limits
 // accepts, its clock and slots within the bounds above. A state that is not is damaged.

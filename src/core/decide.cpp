@@ -13,10 +13,6 @@ const Rules& rules_for(Algorithm algorithm) {
 
 namespace {
 
-// The most limits a key remembers besides those of its last call: beyond them the ones
-// named longest ago are forgotten, and a call naming one again derives it from the others.
-constexpr std::size_t k_max_remembered = 16;
-
 const LimitState* find_limit(const std::vector<LimitState>& states, const Limit& limit) {
   auto found = std::find_if(states.begin(), states.end(),
                             [&](const LimitState& s) { return s.limit == limit; });
@@ -33,19 +29,21 @@ std::vector<LimitState> states_for(const Rules& rules, const KeyState& state,
   std::vector<LimitState> every_stored;
   for (const Limit& limit : limits) {
     const LimitState* stored = find_limit(state.limits, limit);
-    if (!stored) {
+    // A shared state is the key's, whatever the limit: its remembered limits keep only
+    // what protects their grants.
+    if (!stored && !rules.shares_state()) {
       stored = find_limit(state.remembered, limit);
     }
     if (stored) {
       result.push_back({limit, stored->slots});
     } else if (state.remembered.empty()) {
-      result.push_back({limit, rules.carry(limit, state.limits, now)});
+      result.push_back({limit, rules.carry(limit, state.limits, now, state.granted)});
     } else {
       if (every_stored.empty()) {
         every_stored = state.limits;
         every_stored.insert(every_stored.end(), state.remembered.begin(), state.remembered.end());
       }
-      result.push_back({limit, rules.carry(limit, every_stored, now)});
+      result.push_back({limit, rules.carry(limit, every_stored, now, state.granted)});
     }
   }
   return result;
@@ -69,14 +67,13 @@ std::vector<LimitState> unnamed_by(const Rules& rules, const KeyState& state,
   return unnamed;
 }
 
-// Forgets the remembered limits that hold nothing at `now` (a call naming one again
-// derives no more than a fresh state from the others), then the oldest beyond
-// k_max_remembered.
+// Forgets the remembered limits that the key no longer needs at `now` (for most, those
+// that hold nothing: a call naming one again derives no more than a fresh state from the
+// others), then the oldest beyond k_max_remembered.
 void forget_fresh(const Rules& rules, std::vector<LimitState>& remembered, GrantLog& log,
                   Nanos now) {
-  std::erase_if(remembered, [&](const LimitState& s) {
-    return rules.usage(s.limit, s, log, now).reset_after == 0;
-  });
+  std::erase_if(remembered,
+                [&](const LimitState& s) { return !rules.keeps_remembered(s, log, now); });
   if (remembered.size() > k_max_remembered) {
     remembered.resize(k_max_remembered);
   }
@@ -121,6 +118,21 @@ Nanos retention_after(const Rules& rules, const KeyState& state, Nanos now) {
     return 0;
   }
   return std::max<Nanos>(0, state.limits.front().slots[0] + state.log_period - now);
+}
+
+// The slot `at`, moved on as long as a grant of `cost` there would leave the grants that a
+// `remembered` limit judged with more than its N (Rules::protect); `state` is the call's.
+Nanos protected_slot(const Rules& rules, std::span<const LimitState> remembered,
+                     const LimitState& state, GrantLog& log, Nanos at, std::int64_t cost) {
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (const LimitState& limit_state : remembered) {
+      Nanos later = rules.protect(limit_state, state, log, at, cost);
+      moved = moved || later > at;
+      at = std::max(at, later);
+    }
+  }
+  return at;
 }
 
 // Fills in what each limit has left. `pick_binding`: the decision was granted at once,
@@ -170,6 +182,8 @@ Decision decide(KeyState& state, std::span<const Limit> limits, GrantLog& log,
   state.clock = decision.now;
   forget_ended(state.server, decision.now);
   std::vector<LimitState> states = states_for(rules, state, limits, decision.now);
+  // The stored limits this call does not name: the key remembers them after it.
+  std::vector<LimitState> remembered = unnamed_by(rules, state, limits);
 
   Nanos at = decision.now;
   Nanos accept_from = std::numeric_limits<Nanos>::min();
@@ -199,6 +213,7 @@ Decision decide(KeyState& state, std::span<const Limit> limits, GrantLog& log,
     decision.paused_until = state.paused_until;
     at = std::max(at, state.paused_until);
   }
+  at = protected_slot(rules, remembered, states.front(), log, at, request.cost);
   if (Nanos open = budget_open(state.server, at, request.cost); open > at) {
     // Nor past what the server said was left, before the reset that admits it.
     decision.budget_until = open;
@@ -247,10 +262,13 @@ Decision decide(KeyState& state, std::span<const Limit> limits, GrantLog& log,
       }
     }
   }
-  // The state holds the limits of the last call; a bucket remembers the others while they
-  // hold something, and they count this grant too. A denied call changes nothing else.
-  std::vector<LimitState> remembered = unnamed_by(rules, state, limits);
-  if (decision.allowed && !remembered.empty()) {
+  if (decision.allowed && rules.counts_granted()) {
+    state.granted = add_window_count(state.granted, request.cost);
+  }
+  // The state holds the limits of the last call; the key remembers the others while it
+  // needs them, and, unless its state is shared, they count this grant too. A denied call
+  // changes nothing else.
+  if (decision.allowed && !remembered.empty() && !rules.shares_state()) {
     // One that could not count it within the bounds (a debt past 2116) is forgotten.
     std::erase_if(remembered, [&](const LimitState& s) {
       return !fits_within_bounds(state.algorithm, s.limit, s.slots, at, request.cost);
@@ -319,6 +337,9 @@ Decision inspect(const KeyState& state, GrantLog& log, Nanos now, std::int64_t c
     decision.paused_until = state.paused_until;
     at = std::max(at, state.paused_until);
   }
+  if (!state.limits.empty()) {
+    at = protected_slot(rules, state.remembered, state.limits.front(), log, at, cost);
+  }
   decision.wait = at - decision.now;
   decision.allowed = decision.wait == 0;
   decision.refusal = decision.allowed ? Refusal::none : Refusal::later;
@@ -345,6 +366,19 @@ void settle_server_word(Decision& standing, const KeyState& state, std::int64_t 
         budget_standing(state.server, standing.now) ? std::numeric_limits<std::int64_t>::max() : 0;
   }
   apply_server_word(standing, state.server);
+}
+
+void read_earlier_version(KeyState& state) {
+  const Rules& rules = rules_for(state.algorithm);
+  if (!rules.counts_granted()) {
+    return;
+  }
+  state.granted = k_max_window_count;
+  for (std::vector<LimitState>* states : {&state.limits, &state.remembered}) {
+    for (LimitState& limit_state : *states) {
+      rules.read_earlier_version(limit_state);
+    }
+  }
 }
 
 bool is_fresh(const KeyState& state, GrantLog& log, Nanos now) {

@@ -11,6 +11,11 @@
 
 namespace ratelimit::core {
 
+// The most limits a key remembers besides those of its last call (KeyState::remembered):
+// beyond them the ones named longest ago are forgotten, and a call naming one again derives
+// it from the others.
+inline constexpr std::size_t k_max_remembered = 16;
+
 struct Request {
   // The caller's clock, in nanoseconds since the epoch.
   Nanos now = 0;
@@ -107,6 +112,10 @@ Decision inspect(const KeyState& state, GrantLog& log, Nanos now, std::int64_t c
 // to the reset that admits `cost`; the remaining count is at most the budget's; the key is
 // not fresh before its word ends.
 void settle_server_word(Decision& standing, const KeyState& state, std::int64_t cost = 1);
+// Reads `state` as stored by a version that did not keep KeyState::granted
+// (schema version 4 and earlier): for an algorithm that counts it, unknown, any number, and
+// each limit's slots as they mean now (Rules::read_earlier_version).
+void read_earlier_version(KeyState& state);
 
 // Whether `state` is a fresh key's at `now`: forgetting it would change no decision. A
 // paused key is not fresh until its pause ends, nor one with a server budget or an awaited

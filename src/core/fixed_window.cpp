@@ -1,9 +1,11 @@
 // Fixed window: a counter per window of PERIOD aligned to the epoch, so 10/min means
 // calendar minutes. Only the latest window with grants is stored; reservations fill the
 // first window with room, in order.
+#include "core/bounds.hpp"
 #include "core/rules.hpp"
 
 #include <algorithm>
+#include <optional>
 
 namespace ratelimit::core {
 
@@ -16,6 +18,14 @@ class FixedWindow final : public Rules {
   static Nanos start(const LimitState& state) { return state.slots[0]; }
   static std::int64_t& count(LimitState& state) { return state.slots[1]; }
   static std::int64_t count(const LimitState& state) { return state.slots[1]; }
+
+  // Not before the latest grant the state counted; nothing for a fresh state.
+  static std::optional<Nanos> latest_grant(const LimitState& state) {
+    if (state.slots[2] != 0) {
+      return state.slots[2];
+    }
+    return std::nullopt;
+  }
 
 public:
   Slot earliest(const Limit& limit, const LimitState& state, GrantLog&, Nanos now,
@@ -32,11 +42,17 @@ public:
   std::int64_t take(const Limit& limit, LimitState& state, GrantLog&, Nanos, Nanos at,
                     std::int64_t cost) const override {
     Nanos window = window_start(at, limit.rate.period);
+    if (window < start(state)) {
+      // A remembered limit counting a grant made under other limits in one of its windows
+      // before its latest: that window's count is no longer stored, and this limit never
+      // grants there again.
+      return window;
+    }
     if (window != start(state)) {
       start(state) = window;
       count(state) = 0;
     }
-    count(state) += cost;
+    count(state) = add_window_count(count(state), cost);
     state.slots[2] = std::max(state.slots[2], at);
     return window;
   }
@@ -65,44 +81,47 @@ public:
             start(state) + period - now};
   }
 
-  std::array<std::int64_t, 3> carry(const Limit& limit, std::span<const LimitState> stored,
-                                    Nanos now) const override {
-    // A stored window's grants lie between its start and its latest grant (or `now`, or
-    // its start when it lies ahead: the bounds before the latest grant was kept). The new
-    // window is the one that holds the latest of them; every stored count that may lie in
-    // it counts there, and the new limit grants nothing before it.
-    Nanos period = limit.rate.period;
-    auto latest_of = [&](const LimitState& state) {
-      return std::max({now, start(state), state.slots[2]});
-    };
-    Nanos latest = now;
-    Nanos latest_grant = 0;
+  std::array<std::int64_t, 3> carry(const Limit& limit, std::span<const LimitState> stored, Nanos,
+                                    std::int64_t granted) const override {
+    // Every grant of the key is at or before the latest grant a stored state knows of, and
+    // the new window is the one that holds it (the new limit grants nothing before). What
+    // the new window holds up to that grant is at most the count of any stored window that
+    // covers the whole stretch (each state counts every grant the key made in its window),
+    // and at most what the key has granted since its state was made: the grants that no
+    // stored window can place (earlier windows of shorter periods, reservations beyond
+    // them) are all assumed in the new window.
+    std::optional<Nanos> latest;
     for (const LimitState& state : stored) {
-      if (count(state) > 0) {
-        latest = std::max(latest, latest_of(state));
-        latest_grant = std::max(latest_grant, state.slots[2]);
+      if (auto grant = latest_grant(state)) {
+        latest = std::max(latest.value_or(*grant), *grant);
       }
     }
-    Nanos window = window_start(latest, period);
-    std::int64_t used = 0;
+    if (!latest) {
+      return {};
+    }
+    Nanos window = window_start(*latest, limit.rate.period);
+    std::int64_t used = granted;
     for (const LimitState& state : stored) {
-      if (count(state) > 0 && start(state) < window + period && latest_of(state) >= window) {
-        used = std::max(used, count(state));
-      }
-      // Reservations that filled the stored limit's windows between now and its latest one
-      // are no longer counted: if the new window reaches into them, it is full. So is it
-      // when it overlaps a full stored window with reservations still ahead: a full count
-      // may stand for more than its limit's N, which a carried state cannot tell.
-      if (count(state) > 0 && start(state) > window_start(now, state.limit.rate.period) &&
-          window < start(state)) {
-        used = std::max(used, limit.rate.count);
-      }
-      if (count(state) >= state.limit.rate.count && state.slots[2] > now &&
-          start(state) < window + period && latest_of(state) >= window) {
-        used = std::max(used, limit.rate.count);
+      if (start(state) <= window && *latest < start(state) + state.limit.rate.period) {
+        used = std::min(used, count(state));
       }
     }
-    return {window, used, latest_grant};
+    return {window, used, *latest};
+  }
+
+  bool remembers_unnamed() const override { return true; }
+
+  // As long as the key's state, a remembered window, even empty, counts every grant from
+  // then on, which its limit, named again, could not find exactly in the others.
+  bool keeps_remembered(const LimitState&, GrantLog&, Nanos) const override { return true; }
+
+  bool counts_granted() const override { return true; }
+
+  void read_earlier_version(LimitState& state) const override {
+    // Written before the latest grant was kept: its grants may lie anywhere in the window.
+    if (state.slots[2] == 0 && start(state) != 0) {
+      state.slots[2] = start(state) + state.limit.rate.period - 1;
+    }
   }
 };
 

@@ -34,6 +34,8 @@ public:
   // Drops the entry whose cumulative cost is `cumulative` and takes `cost` off the
   // cumulative cost of every later entry.
   virtual void remove(std::int64_t cumulative, std::int64_t cost) = 0;
+  // Drops every entry: the key is forgotten.
+  virtual void clear() = 0;
 };
 
 // A GrantLog in memory, for `simulate` and the unit tests.
@@ -46,6 +48,7 @@ public:
   void append(Nanos time, std::int64_t cumulative) override;
   void forget_before(std::int64_t cumulative) override;
   void remove(std::int64_t cumulative, std::int64_t cost) override;
+  void clear() override { m_log.clear(); }
 
   // Entries stored.
   std::size_t size() const { return m_log.size(); }

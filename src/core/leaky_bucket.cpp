@@ -57,7 +57,7 @@ public:
   }
 
   std::array<std::int64_t, 3> carry(const Limit& limit, std::span<const LimitState> stored,
-                                    Nanos now) const override {
+                                    Nanos now, std::int64_t) const override {
     // As the token bucket's: a stored limit at most as fast as the new one bounds the next
     // free time at the new rate (every grant was spaced at least as far apart as the new
     // rate asks, and the last one, at most `next - interval`, keeps its cost in new

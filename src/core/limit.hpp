@@ -53,14 +53,23 @@ struct KeyState {
   // The limits of the key's last call, and their state: a limit that a call no longer
   // names is not kept (what it had in use carries over to the limits named instead).
   std::vector<LimitState> limits;
-  // Buckets: the states of limits that earlier calls named and the last call did not, as
-  // long as they hold something. Every grant takes from them too (they decide nothing), so
-  // that a call naming one again finds in use what the key granted, counted at its rate
-  // from the first, instead of converted from another rate at every change of limits.
+  // The states of limits that earlier calls named and the last call did not, while the key
+  // needs them (Rules::keeps_remembered). Buckets and windows: every grant takes from them
+  // too (they decide nothing), so that a call naming one again finds in use what the key
+  // granted, counted at its rate from the first, instead of converted from another rate at
+  // every change of limits; a bucket's as long as they hold something, a window's as long
+  // as the key's state. Sliding log: the key's slots as they were after such a call, while
+  // a grant of it may still share its time with a later one (Rules::protect).
   std::vector<LimitState> remembered{};
   // Sliding log: the longest period any call on the key has named. The key's one log keeps
   // the grants of that long, so that no limit, however long its period, misses any.
   Nanos log_period = 0;
+  // Windows: the cost the key has granted since its state was made (a store forgets the
+  // state of a fresh key), saturated at k_max_window_count (bounds.hpp), which is also what
+  // a state stored by an earlier version reads as: any number. A limit the key does not
+  // hold finds at most this much in its windows where the stored windows cannot tell
+  // (Rules::carry).
+  std::int64_t granted = 0;
   // Until when the key grants nothing to anyone, whatever its limits (`ratelimit pause`);
   // a time in the past, 0 included, is no pause.
   Nanos paused_until = 0;

@@ -86,8 +86,8 @@ public:
     return {std::max<std::int64_t>(0, limit.rate.count - used), reset_after};
   }
 
-  std::array<std::int64_t, 3> carry(const Limit&, std::span<const LimitState> stored,
-                                    Nanos) const override {
+  std::array<std::int64_t, 3> carry(const Limit&, std::span<const LimitState> stored, Nanos,
+                                    std::int64_t) const override {
     if (stored.empty()) {
       return {};
     }
@@ -95,6 +95,28 @@ public:
   }
 
   bool shares_state() const override { return true; }
+
+  // A limit of an earlier call, as the key's slots were after it: slots[0] is not before
+  // its latest grant. A grant judged under it at t left at most its N in (t - PERIOD, t];
+  // a later grant lands at or after the last one, so the only one it could overfill is at
+  // that very time, when the grant is a reservation, or when the clock has not moved.
+  bool remembers_unnamed() const override { return true; }
+
+  bool keeps_remembered(const LimitState& remembered, GrantLog&, Nanos now) const override {
+    return last(remembered) >= now; // an earlier time no grant can reach any more
+  }
+
+  Nanos protect(const LimitState& remembered, const LimitState& state, GrantLog& log, Nanos at,
+                std::int64_t cost) const override {
+    Nanos latest = last(remembered);
+    if (latest < at ||
+        (latest == at && usage(remembered.limit, state, log, at).remaining >= cost)) {
+      return at;
+    }
+    // Just after it, where its windows end; beyond `at` only once the log's last grant
+    // was given back (its grants may then lie anywhere up to that time).
+    return latest + 1;
+  }
 };
 
 } // namespace

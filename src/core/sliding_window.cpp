@@ -2,13 +2,22 @@
 // window's count weighted by how much of it the sliding window still covers:
 //   estimate(t) = prev * (1 - elapsed / PERIOD) + curr.
 // Comparisons are kept exact by multiplying through by PERIOD.
+#include "core/bounds.hpp"
 #include "core/rules.hpp"
 
 #include <algorithm>
+#include <optional>
 
 namespace ratelimit::core {
 
 namespace {
+
+// slots[0]: the time of the latest grant, whose window is the current one (not before it:
+// reservations given back leave it as it was); slots[1]: the cost granted in the current
+// window; slots[2]: in the window before it.
+Nanos current_window(const LimitState& state, Nanos period) {
+  return window_start(state.slots[0], period);
+}
 
 struct Counts {
   Nanos start = 0;           // the window that `current` counts
@@ -16,9 +25,15 @@ struct Counts {
   std::int64_t previous = 0; // cost granted in the window before it
 };
 
+// The stored counts, saturated (an earlier version could store more).
+Counts stored_counts(const LimitState& state, Nanos period) {
+  return {current_window(state, period), std::min(state.slots[1], k_max_window_count),
+          std::min(state.slots[2], k_max_window_count)};
+}
+
 // The counts as seen from window `start` (not before the stored one).
 Counts roll(const LimitState& state, Nanos start, Nanos period) {
-  Counts stored{state.slots[0], state.slots[1], state.slots[2]};
+  Counts stored = stored_counts(state, period);
   if (start == stored.start) {
     return stored;
   }
@@ -33,8 +48,13 @@ std::int64_t weighted_previous(const Counts& counts, Nanos elapsed, Nanos period
   return ceil_div(Wide{counts.previous} * (period - elapsed), period);
 }
 
-// A count that no limit can take more of: what a carried window may hold, unknown.
-constexpr std::int64_t k_unknown = k_max_count;
+// Not before the latest grant the state counted; nothing for a fresh state.
+std::optional<Nanos> latest_grant(const LimitState& state) {
+  if (state.slots[0] != 0) {
+    return state.slots[0];
+  }
+  return std::nullopt;
+}
 
 class SlidingWindow final : public Rules {
 public:
@@ -42,7 +62,7 @@ public:
                 std::int64_t cost) const override {
     Nanos period = limit.rate.period;
     // Reservations may already sit in a later window: grants stay in order.
-    Nanos time = std::max(now, state.slots[0]);
+    Nanos time = std::max(now, current_window(state, period));
     for (;;) {
       Counts counts = roll(state, window_start(time, period), period);
       std::int64_t room = limit.rate.count - cost - counts.current;
@@ -64,17 +84,30 @@ public:
 
   std::int64_t take(const Limit& limit, LimitState& state, GrantLog&, Nanos, Nanos at,
                     std::int64_t cost) const override {
-    Counts counts = roll(state, window_start(at, limit.rate.period), limit.rate.period);
-    counts.current += cost;
-    state.slots = {counts.start, counts.current, counts.previous};
-    return counts.start;
+    Nanos period = limit.rate.period;
+    Nanos window = window_start(at, period);
+    Nanos current = current_window(state, period);
+    if (window < current) {
+      // A remembered limit counting a grant made under other limits before its latest one:
+      // the previous window's count takes it; an older window's is no longer stored, and
+      // no estimate from the current window on weighs it.
+      if (window == current - period) {
+        state.slots[2] = add_window_count(state.slots[2], cost);
+      }
+      return window;
+    }
+    Counts counts = roll(state, window, period);
+    state.slots = {std::max(state.slots[0], at), add_window_count(counts.current, cost),
+                   counts.previous};
+    return window;
   }
 
   void give_back(const Limit& limit, LimitState& state, GrantLog&, Nanos, std::int64_t cost,
                  std::int64_t marker) const override {
-    if (marker == state.slots[0]) {
+    Nanos current = current_window(state, limit.rate.period);
+    if (marker == current) {
       state.slots[1] = std::max<std::int64_t>(0, state.slots[1] - cost);
-    } else if (marker == state.slots[0] - limit.rate.period) {
+    } else if (marker == current - limit.rate.period) {
       state.slots[2] = std::max<std::int64_t>(0, state.slots[2] - cost);
     }
   }
@@ -82,8 +115,9 @@ public:
   Usage usage(const Limit& limit, const LimitState& state, GrantLog&, Nanos now) const override {
     Nanos period = limit.rate.period;
     Nanos current = window_start(now, period);
-    if (state.slots[0] > current) {
-      return {0, state.slots[0] + 2 * period - now};
+    Nanos stored = current_window(state, period);
+    if (stored > current) {
+      return {0, stored + 2 * period - now};
     }
     Counts counts = roll(state, current, period);
     std::int64_t estimate = counts.current + weighted_previous(counts, now - current, period);
@@ -96,56 +130,59 @@ public:
     return {std::max<std::int64_t>(0, limit.rate.count - estimate), reset_after};
   }
 
-  std::array<std::int64_t, 3> carry(const Limit& limit, std::span<const LimitState> stored,
-                                    Nanos now) const override {
-    // Each stored count may lie anywhere in its window (reservations may wait in it): the
-    // new current window is the one that holds the end of the latest stored window with
-    // grants, and the new limit grants nothing before it. A stored count counts in that
-    // window if its window reaches into it, in the one before if it overlaps that one (in
-    // both, when both).
-    Nanos period = limit.rate.period;
-    Nanos latest = now;
+  std::array<std::int64_t, 3> carry(const Limit& limit, std::span<const LimitState> stored, Nanos,
+                                    std::int64_t granted) const override {
+    // Every grant of the key is at or before the latest grant a stored state knows of, and
+    // the new current window is the one that holds it (the new limit grants nothing
+    // before). What the new current and previous windows hold is at most the count of any
+    // stored window, or pair of windows, that covers the stretch (each state counts every
+    // grant the key made in its two windows), and at most what the key has granted since
+    // its state was made: the grants no stored window can place (windows before the stored
+    // ones, reservations beyond them) are all assumed in each of the two.
+    std::optional<Nanos> latest;
     for (const LimitState& state : stored) {
-      if (state.slots[1] > 0) {
-        latest = std::max(latest, state.slots[0] + state.limit.rate.period - 1);
-      } else if (state.slots[2] > 0) {
-        latest = std::max(latest, state.slots[0] - 1);
+      if (auto grant = latest_grant(state)) {
+        latest = std::max(latest.value_or(*grant), *grant);
       }
     }
-    Nanos window = window_start(latest, period);
-    std::int64_t current = 0;
-    std::int64_t previous = 0;
-    for (const LimitState& state : stored) {
-      Nanos start = state.slots[0];
-      Nanos length = state.limit.rate.period;
-      auto overlaps = [](Nanos from, Nanos until, Nanos other_from, Nanos other_until) {
-        return from < other_until && until > other_from;
-      };
-      // [start, start + length) holds slots[1], [start - length, start) slots[2].
-      std::int64_t in_current =
-          (start + length > window ? state.slots[1] : 0) + (start > window ? state.slots[2] : 0);
-      std::int64_t in_previous =
-          (overlaps(start, start + length, window - period, window) ? state.slots[1] : 0) +
-          (overlaps(start - length, start, window - period, window) ? state.slots[2] : 0);
-      current = std::max(current, in_current);
-      previous = std::max(previous, in_previous);
-      // Reservations that filled windows before the stored two are no longer counted, and
-      // a full count with reservations in later windows may stand for more than its N,
-      // which a carried state cannot tell: a new window that reaches into them counts as
-      // holding any number (as the previous window, it still weighs).
-      bool full = state.slots[1] >= state.limit.rate.count && start > window_start(now, length);
-      Nanos unknown_from = std::min(window_start(now, length), full ? start : start - length);
-      Nanos unknown_until = full ? start + length : start - length;
-      if (state.slots[1] > 0 && unknown_until > unknown_from) {
-        if (overlaps(unknown_from, unknown_until, window, window + period)) {
-          current = std::max(current, k_unknown);
+    if (!latest) {
+      return {};
+    }
+    auto at_most = [&](Nanos from, Nanos until) {
+      std::int64_t most = granted;
+      for (const LimitState& state : stored) {
+        Nanos length = state.limit.rate.period;
+        Counts counts = stored_counts(state, length);
+        Nanos start = counts.start;
+        if (start <= from && until <= start + length) {
+          most = std::min(most, counts.current);
         }
-        if (overlaps(unknown_from, unknown_until, window - period, window)) {
-          previous = std::max(previous, k_unknown);
+        if (start - length <= from && until <= start) {
+          most = std::min(most, counts.previous);
+        }
+        if (start - length <= from && until <= start + length) {
+          most = std::min(most, counts.current + counts.previous);
         }
       }
+      return most;
+    };
+    Nanos window = window_start(*latest, limit.rate.period);
+    return {*latest, at_most(window, *latest + 1), at_most(window - limit.rate.period, window)};
+  }
+
+  bool remembers_unnamed() const override { return true; }
+
+  // As long as the key's state, remembered windows, even empty, count every grant from
+  // then on, which their limit, named again, could not find exactly in the others.
+  bool keeps_remembered(const LimitState&, GrantLog&, Nanos) const override { return true; }
+
+  bool counts_granted() const override { return true; }
+
+  void read_earlier_version(LimitState& state) const override {
+    // slots[0] was the current window's start: its grants may lie anywhere in it.
+    if (state.slots[0] != 0 && state.slots[1] > 0) {
+      state.slots[0] += state.limit.rate.period - 1;
     }
-    return {window, current, previous};
   }
 };
 

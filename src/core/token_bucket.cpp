@@ -63,7 +63,7 @@ public:
   }
 
   std::array<std::int64_t, 3> carry(const Limit& limit, std::span<const LimitState> stored,
-                                    Nanos now) const override {
+                                    Nanos now, std::int64_t) const override {
     // A stored limit at most as fast as the new one bounds it: its TAT is at least
     // t + cost * its interval for every grant t (with `cost` granted from t on), so the
     // same units at the new, shorter interval end no later than its time in use, rescaled.

@@ -1,7 +1,7 @@
 #include "store/open_store.hpp"
 
-#include "store/redis_store.hpp"
-#include "store/sqlite_store.hpp"
+#include "store/redis/redis_store.hpp"
+#include "store/sqlite/sqlite_store.hpp"
 #include "util/paths.hpp"
 
 #include <cerrno>
@@ -46,7 +46,7 @@ bool database_missing(const std::string& path) {
 
 std::unique_ptr<Store> open_store(const StoreTarget& target, const StoreSettings& settings) {
   if (const auto* redis = std::get_if<RedisLocation>(&target)) {
-    return std::make_unique<RedisStore>(*redis, settings.redis_prefix, settings.timeout);
+    return std::make_unique<redis::RedisStore>(*redis, settings.redis_prefix, settings.timeout);
   }
   const auto& database = std::get<DatabaseLocation>(target);
   // Only when the database is missing: a decision on an existing one pays one access(2).
@@ -57,7 +57,8 @@ std::unique_ptr<Store> open_store(const StoreTarget& target, const StoreSettings
   if (settings.creation == Creation::never && database_missing(database.path)) {
     return nullptr;
   }
-  return std::make_unique<SqliteStore>(database.path, settings.lock_timeout, settings.creation);
+  return std::make_unique<sqlite::SqliteStore>(database.path, settings.lock_timeout,
+                                               settings.creation);
 }
 
 } // namespace ratelimit::store

@@ -1,7 +1,7 @@
 #pragma once
 
 #include "core/time.hpp"
-#include "store/sqlite_database.hpp"
+#include "store/creation.hpp"
 #include "store/store_url.hpp"
 
 #include <memory>

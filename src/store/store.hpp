@@ -116,9 +116,14 @@ public:
   // a damaged key says so in its `damage` and does not hide the others.
   virtual std::vector<KeyStatus> status(std::span<const std::string> keys) = 0;
 
-  // The counters of every key that has any, the keys whose state is gone included, in key
-  // order.
-  virtual std::vector<NamedCounters> counters() = 0;
+  // The counters of the keys of `keys` that have any (of every key that has any when `keys` is
+  // empty), the keys whose state is gone included: in the order of `keys`, else in key order.
+  virtual std::vector<NamedCounters> counters(std::span<const std::string> keys) = 0;
+
+  // Adds one request decided outside `decide` to the counters of `key`, as `decide` adds its
+  // own: granted, its caller having waited `waited` nanoseconds for it, or limited. For the
+  // commands on run slots (`run -j`, `--until-exit`), whose starts `decide` does not see.
+  virtual void add_to_counters(std::string_view key, bool granted, core::Nanos waited) = 0;
 
   // Forgets `keys` (all keys when `all`), their counters included; returns how many existed
   // (had a state or counters).

@@ -4,7 +4,8 @@
  *       runs COMMAND COUNT times in sequence; prints one line per run:
  *       "<nanoseconds> <exit status> <CPU nanoseconds, user and system>"
  *   bench_exec -p PROCS -s SECONDS -- COMMAND [ARG...]
- *       PROCS loops run COMMAND back to back for SECONDS; prints one line per run.
+ *       PROCS loops run COMMAND back to back for SECONDS; prints one line per run. In an
+ *       argument, "%i" stands for the loop's number (0 to PROCS - 1): a key of each loop's own.
  *
  * Exit statuses other than 0 and 1 are counted as errors by the caller. Output goes to
  * stdout after all runs, so that printing does not disturb the timing. */
@@ -64,6 +65,26 @@ static size_t loop(char **argv, long count, int64_t deadline, struct sample *out
   return n;
 }
 
+/* `argv` with "%i" in each argument replaced by `number`. */
+static char **numbered(char **argv, long number) {
+  size_t count = 0;
+  while (argv[count]) {
+    ++count;
+  }
+  char **out = calloc(count + 1, sizeof *out);
+  for (size_t i = 0; i < count; ++i) {
+    const char *mark = strstr(argv[i], "%i");
+    if (!mark) {
+      out[i] = argv[i];
+      continue;
+    }
+    size_t size = strlen(argv[i]) + 24;
+    out[i] = malloc(size);
+    snprintf(out[i], size, "%.*s%ld%s", (int)(mark - argv[i]), argv[i], number, mark + 2);
+  }
+  return out;
+}
+
 int main(int argc, char **argv) {
   long count = 0, procs = 1;
   double seconds = 0;
@@ -102,7 +123,7 @@ int main(int argc, char **argv) {
     if (fork() == 0) {
       close(fds[p][0]);
       struct sample *samples = calloc(cap, sizeof *samples);
-      size_t n = loop(command, 0, deadline, samples, cap);
+      size_t n = loop(numbered(command, p), 0, deadline, samples, cap);
       FILE *out = fdopen(fds[p][1], "w");
       for (size_t k = 0; k < n; ++k) {
         fprintf(out, "%lld %d %lld\n", (long long)samples[k].ns, samples[k].status,

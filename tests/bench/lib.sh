@@ -64,6 +64,11 @@ percentile() {
     i = int((NR * p + 99) / 100); if (i < 1) i = 1; printf "%.2f", v[i] / 1000 }'
 }
 
+# median_and_p90 FILE: "MEDIAN P90" of the numbers in the first column of FILE.
+median_and_p90() {
+  sort -n "$1" | awk '{v[NR] = $1} END {printf "%d %d\n", v[int((NR + 1) / 2)], v[int(NR * 0.9)]}'
+}
+
 # bench_rounds TITLE RATIO: runs each of "${commands[@]}" once (to create what they use),
 # then $rounds rounds of $per_round runs of each through bench_exec.c, the commands
 # interleaved so that the load of the machine falls on each alike; prints a Markdown table
@@ -87,8 +92,7 @@ bench_rounds() {
   echo "| $title | median | p90 | $ratio |"
   echo "| --- | --- | --- | --- |"
   for i in "${!commands[@]}"; do
-    read -r median p90 < <(sort -n "$work/times.$i" | awk '{v[NR] = $1}
-      END {printf "%d %d\n", v[int((NR + 1) / 2)], v[int(NR * 0.9)]}')
+    read -r median p90 < <(median_and_p90 "$work/times.$i")
     reference=${reference:-$median}
     awk -v name="${names[i]}" -v m="$median" -v p="$p90" -v r="$reference" \
       'BEGIN {printf "| %s | %.2f ms | %.2f ms | %.2fx |\n", name, m / 1e6, p / 1e6, m / r}'

@@ -24,14 +24,18 @@ CLI11_FLOOR = "C++ program parsing the same options with CLI11"
 
 
 def samples(command, count=None, procs=1, seconds=None):
-    """Runs `command` through bench_exec; returns [(ns, status)]."""
+    """Runs `command` through bench_exec; returns [(ns, status)], or with procs,
+    [(ns, status, CPU ns)]."""
     args = [BENCH_EXEC]
     if count:
         args += ["-n", str(count)]
     else:
         args += ["-p", str(procs), "-s", str(seconds)]
     out = subprocess.run(args + ["--"] + command, capture_output=True, text=True, check=True).stdout
-    return [(int(a), int(b)) for a, b, *_ in (line.split() for line in out.splitlines())]
+    rows = [line.split() for line in out.splitlines()]
+    if count:
+        return [(int(a), int(b)) for a, b, *_ in rows]
+    return [(int(a), int(b), int(c)) for a, b, c in rows]
 
 
 def percentile(values, p):
@@ -115,34 +119,46 @@ def sequential():
     # work: libstdc++'s locale (which CLI11 builds) and CLI11 setting up and parsing options.
     median = {name: percentile([ns for ns, _ in values], 0.5) for name, values in results.items()}
     empty = median["empty C program (process start)"]
-    print(f"\nratelimit try − C baseline: {ms(median['ratelimit try'] - base)}. "
-          f"C++ with CLI11 − empty C program: {ms(median[CLI11_FLOOR] - empty)}, "
-          f"of which the locale: {ms(median[LOCALE_FLOOR] - empty)}.")
+    beyond, floor = median["ratelimit try"] - base, median[CLI11_FLOOR] - empty
+    print(f"\nratelimit try − C baseline: {ms(beyond)}. "
+          f"C++ with CLI11 − empty C program: {ms(floor)}, "
+          f"of which the locale: {ms(median[LOCALE_FLOOR] - empty)}. Without CLI11's floor, "
+          f"ratelimit try would cost {(median['ratelimit try'] - floor) / base:.2f}× the C baseline"
+          + (f"; the floor is {100 * floor / beyond:.0f} % of what it costs beyond it." if beyond > 0
+             else "."))
 
 
 def contended():
-    db_tool, db_base = fresh_db("tool8.db"), fresh_db("base8.db")
-    contenders = {
-        "C baseline (flock first)": [os.path.join(WORK, "baseline"), db_base, "k", "1000000", "1"],
-        "ratelimit try": [RATELIMIT, "--db", db_tool, "try", "k", "-r", FAST, "-a", "token-bucket"],
-    }
-    results = {name: [] for name in contenders}
+    """8 processes on one key, then on 8 keys (each loop its own, %i in bench_exec), the
+    C baseline and ratelimit in turn, under the same flock: one database each."""
     seconds = float(os.environ.get("BENCH_SECONDS", "3"))
-    for command in contenders.values():
-        samples(command, count=5)
-    for _ in range(2):
-        for name, command in contenders.items():
-            results[name].append(samples(command, procs=8, seconds=seconds))
-    print(f"\n### 8 processes on one key, {seconds:g} s, twice each, alternating\n")
-    row("contender", "throughput", "p99", "throughput / C baseline", "errors")
-    row("---", "---", "---", "---", "---")
-    base_rate = None
-    for name, runs in results.items():
-        rate = sum(len(run) for run in runs) / (seconds * len(runs))
-        base_rate = base_rate or rate
-        times = [ns for run in runs for ns, _ in run]
-        errors = sum(1 for run in runs for _, status in run if status not in (0, 1))
-        row(name, f"{rate:.0f}/s", ms(percentile(times, 0.99)), f"{rate / base_rate:.2f}×", errors)
+    for title, key in (("one key", "k"), ("8 keys, one each", "k%i")):
+        db_tool, db_base = fresh_db("tool8.db"), fresh_db("base8.db")
+        contenders = {
+            "C baseline (flock first)": [os.path.join(WORK, "baseline"), db_base, key, "1000000", "1"],
+            "ratelimit try": [RATELIMIT, "--db", db_tool, "try", key, "-r", FAST, "-a", "token-bucket"],
+        }
+        results = {name: [] for name in contenders}
+        for command in contenders.values():
+            samples(command, count=5)  # the database made by one process
+            samples(command, procs=8, seconds=0.2)  # and every key
+        for _ in range(2):
+            for name, command in contenders.items():
+                results[name].append(samples(command, procs=8, seconds=seconds))
+        print(f"\n### 8 processes on {title}, {seconds:g} s, twice each, alternating\n")
+        row("contender", "throughput", "p99", "throughput / C baseline", "p99 / C baseline",
+            "CPU per call", "errors")
+        row("---", "---", "---", "---", "---", "---", "---")
+        base_rate = base_p99 = None
+        for name, runs in results.items():
+            rate = sum(len(run) for run in runs) / (seconds * len(runs))
+            times = [ns for run in runs for ns, _, _ in run]
+            cpu = sum(c for run in runs for _, _, c in run) / max(1, len(times))
+            p99 = percentile(times, 0.99)
+            base_rate, base_p99 = base_rate or rate, base_p99 or p99
+            errors = sum(1 for run in runs for _, status, _ in run if status not in (0, 1))
+            row(name, f"{rate:.0f}/s", ms(p99), f"{rate / base_rate:.2f}×", f"{p99 / base_p99:.2f}×",
+                ms(cpu), errors)
 
 
 def encode_limits(count, period, burst, slots):

@@ -7,7 +7,9 @@
 # redis-server on 127.0.0.1 with a plain and a TLS port, its certificate signed by a CA made
 # here (EC P-256).
 # Prints the median and 99th percentile of the wall time of a call, the mean CPU time (user
-# and system) of the ratelimit process, and the server's mean CPU time per call.
+# and system) of the ratelimit process, and the server's mean CPU time per call; then what
+# loading and starting OpenSSL costs a C program (tests/bench/openssl_floor.c), against a
+# TCP try.
 #   tests/bench/tls_bench.sh [path/to/ratelimit] [N, default 300: 3 N calls of each kind]
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -31,6 +33,8 @@ export XDG_STATE_HOME=$work/state
 # its CA file ($SSL_CERT_FILE, else Debian's /etc/ssl/certs/ca-certificates.crt).
 cat /etc/ssl/certs/ca-certificates.crt "$work/ca.crt" >"$work/system-cas.pem"
 cc -O2 -o "$work/bench_exec" "$(dirname "$0")/bench_exec.c"
+cc -O2 -o "$work/openssl_floor" "$(dirname "$0")/openssl_floor.c" -ldl
+cc -O2 -o "$work/empty" "$(dirname "$0")/empty.c"
 
 # The CPU time redis-server has used (user and system), in microseconds.
 server_cpu() {
@@ -105,4 +109,29 @@ for kind in "${kinds[@]}"; do
     -v rm="$plain_median" -v rc="$plain_cpu" -v rs="$plain_server" 'BEGIN {
       printf "%-34s %6.2f ms %6.2f ms %5.2fx %6.2f ms %5.2fx %6.3f ms %5.2fx\n",
         n, m, p, m / rm, c, c / rc, s, s / rs }'
+done
+
+# The floor: what a process pays for OpenSSL before any connection, against a TCP try, in
+# rounds of ten of each in turn.
+floors=("$work/empty" "$work/openssl_floor 1" "$work/openssl_floor 2" "$work/openssl_floor 3"
+  "$ratelimit --store redis://127.0.0.1:$port try bench -r 1000000000/s")
+for ((i = 0; i < calls / 10; i++)); do
+  for j in "${!floors[@]}"; do
+    # shellcheck disable=SC2086 # one word an argument: no path here has a space
+    "$work/bench_exec" -n 10 -- ${floors[j]} >>"$work/floor.$j"
+  done
+done
+tcp_median=$(sort -n "$work/floor.4" | awk '{ w[NR] = $1 } END { print w[int((NR + 1) / 2)] }')
+echo
+echo "what OpenSSL costs a process before it connects ($(wc -l <"$work/floor.0") runs each; median)"
+for j in 0 1 2 3 4; do
+  case $j in
+    0) name="empty C program" ;;
+    1) name="C: dlopen libssl.so.3" ;;
+    2) name="C: ... + OPENSSL_init_ssl" ;;
+    3) name="C: ... + SSL_CTX_new" ;;
+    4) name="ratelimit try, redis:// (TCP)" ;;
+  esac
+  sort -n "$work/floor.$j" | awk -v n="$name" -v t="$tcp_median" '{ w[NR] = $1 } END {
+    m = w[int((NR + 1) / 2)]; printf "%-34s %6.2f ms %5.2fx of a TCP try\n", n, m / 1e6, m / t }'
 done

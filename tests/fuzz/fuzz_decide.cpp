@@ -5,11 +5,11 @@
 //
 // Input: algorithm (1 byte), flags (1 byte: bit 0 a reservation), the key's clock, the
 // request's now, cost and max_wait (8 bytes each, little-endian), then the limits as
-// store::encode_limits writes them.
+// store::sqlite::encode_limits writes them.
 #include "core/bounds.hpp"
 #include "core/decide.hpp"
 #include "fuzz_check.hpp"
-#include "store/state_codec.hpp"
+#include "store/sqlite/state_codec.hpp"
 
 #include <cstdint>
 #include <iterator>
@@ -46,7 +46,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (bytes.size() < k_header) {
     return 0;
   }
-  auto stored = store::decode_limits(bytes.substr(k_header));
+  auto stored = store::sqlite::decode_limits(bytes.substr(k_header));
   if (!stored || stored->limits.empty()) {
     return 0;
   }
@@ -54,6 +54,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                                               std::size(core::k_all_algorithms)],
                        read_int64(bytes, 2), std::move(stored->limits)};
   state.remembered = std::move(stored->remembered);
+  state.granted = stored->granted.value_or(0);
   core::Request request;
   request.reserve = (bytes[1] & 1) != 0;
   request.now = read_int64(bytes, 10);

@@ -1,7 +1,7 @@
-// store::decode_limits on any bytes (a damaged database): it never crashes, what it accepts
+// store::sqlite::decode_limits on any bytes (a damaged database): it never crashes, what it accepts
 // is a valid state, and encoding a decoded state gives back the same bytes.
 #include "fuzz_check.hpp"
-#include "store/state_codec.hpp"
+#include "store/sqlite/state_codec.hpp"
 
 #include <cstdint>
 
@@ -9,7 +9,7 @@ using namespace ratelimit;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view bytes = fuzz::as_text(data, size);
-  auto stored = store::decode_limits(bytes);
+  auto stored = store::sqlite::decode_limits(bytes);
   if (!stored) {
     return 0;
   }
@@ -21,9 +21,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                     state.limit.rate.period <= core::k_max_duration && state.limit.burst >= 1,
                 "a decoded limit is one parse_rate can give", bytes);
   }
-  std::string encoded = store::encode_limits(stored->limits, stored->remembered);
+  std::string encoded =
+      store::sqlite::encode_limits(stored->limits, stored->remembered, stored->granted);
   fuzz::check(encoded == bytes, "encode(decode(x)) == x", bytes);
-  auto again = store::decode_limits(encoded);
+  auto again = store::sqlite::decode_limits(encoded);
   fuzz::check(again.has_value() && *again == *stored, "decode(encode(y)) == y", bytes);
   return 0;
 }

@@ -16,7 +16,7 @@ local dump=-D
 zpty completion zsh -f -i || exit 1
 # The wrapper records what compadd would add (filtered by what is typed); calls that
 # only filter or describe (-O, -A, -D) pass through untouched.
-zpty -w completion "PS1='' PS2='' RPS1=''; fpath=(${(q)dir} \$fpath)
+zpty -w completion "PS1='<PR''OMPT>' PS2='' RPS1=''; fpath=(${(q)dir} \$fpath)
 autoload -Uz compinit && compinit -u $dump
 unsetopt autolist listambiguous automenu beep
 compadd() {
@@ -26,15 +26,18 @@ compadd() {
   (( \$#matches )) && print -rl -- \$matches >> ${(q)record}
   builtin compadd \"\$@\"
 }"
-# Typing ahead of the prompt may be discarded: wait until the set-up has run.
+# Typing ahead of the prompt may be discarded (zle sets the terminal up as it starts): wait
+# until the set-up has run and each time for the prompt, whose text no typed line echoes.
 zpty -w completion "print READY''MARK"
 zpty -r completion output '*READYMARK*' || { zpty -d completion; exit 1; }
+zpty -r completion output '*<PROMPT>*' || { zpty -d completion; exit 1; }
 for line in "$@"; do
   : >$record
   zpty -w -n completion "$line"$'\t'
   # Clear the line, then wait for a marker that only the command's output contains.
   zpty -w completion $'\C-u'"print END''MARK"
   zpty -r completion output '*ENDMARK*' || { zpty -d completion; exit 1; }
+  zpty -r completion output '*<PROMPT>*' || { zpty -d completion; exit 1; }
   sort -u $record
   print .
 done

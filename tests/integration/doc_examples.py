@@ -10,7 +10,8 @@ as written, with its own database in WORKDIR, except that:
   and a duration of 1 s;
 - a `--db` path becomes one in WORKDIR;
 - files the example reads (a trace, a list of URLs) are small ones made in WORKDIR;
-- named limits come from the README's limits.toml example, without its [store] section.
+- named limits come from the man page's example of a configuration file (CONFIGURATION),
+  without its [store] section.
 An example passes when it exits 0 (granted, or done) or 1 (limited): a usage error (2), a
 store error (3) or anything else fails it. Prints one line per failure and a summary;
 exits 1 when any failed.
@@ -41,6 +42,29 @@ def readme_lines(path):
     return lines
 
 
+def man_configuration(path):
+    """The lines of the man page's first example under CONFIGURATION, unescaped."""
+    lines, section, inside = [], None, False
+    for line in open(path, encoding="utf-8"):
+        line = line.rstrip("\n")
+        if line.startswith(".SH "):
+            section = line[4:]
+        elif section == "CONFIGURATION" and line == ".EX":
+            inside = True
+        elif inside and line == ".EE":
+            break
+        elif inside:
+            lines.append(unescaped(line))
+    return lines
+
+
+def unescaped(line):
+    for escape, text in (("\\-", "-"), ("\\(aq", "'"), ("\\(dq", '"'), ("\\e", "\\"),
+                         ("\\(ti", "~"), ("\\&", "")):
+        line = line.replace(escape, text)
+    return line
+
+
 def man_lines(path):
     lines, inside = [], False
     for line in open(path, encoding="utf-8"):
@@ -50,10 +74,7 @@ def man_lines(path):
         elif line in (".fi", ".EE"):
             inside = False
         elif inside and not line.startswith("."):
-            for escape, text in (("\\-", "-"), ("\\(aq", "'"), ("\\(dq", '"'), ("\\e", "\\"),
-                                 ("\\(ti", "~"), ("\\&", "")):
-                line = line.replace(escape, text)
-            lines.append(("man", line))
+            lines.append(("man", unescaped(line)))
     return lines
 
 
@@ -113,9 +134,8 @@ def main():
     ratelimit, readme, manpage, workdir = sys.argv[1:5]
     with open(os.path.join(workdir, "trace.txt"), "w") as trace:
         trace.write("0\n0.1\n0.2\n1.5\n")
-    toml = [text for kind, text in readme_lines(readme) if kind == "toml"]
     config = []
-    for text in toml:
+    for text in man_configuration(manpage):
         if text.startswith("[store]"):
             break
         config.append(text)
@@ -124,7 +144,7 @@ def main():
 
     examples = []
     for kind, text in readme_lines(readme) + man_lines(manpage):
-        if kind in ("sh", "man"):
+        if kind in ("sh", "crontab", "man"):
             examples += [(text, words) for words in invocations(text)]
     failures = 0
     for number, (text, words) in enumerate(examples):

@@ -1,15 +1,16 @@
 # What `ratelimit --help` and `ratelimit COMMAND --help` list, for the suites that check
 # the documentation and the completions against it. Sourced after lib.sh.
 
-# The commands, one a line.
+# The commands, one a line: the names that start a line of the section, not the lines that
+# continue a description.
 help_commands() {
-  "$RATELIMIT" --help | awk '/^Subcommands:/ { on = 1; next } on && /^[^ ]/ { on = 0 } on && NF { print $1 }'
+  "$RATELIMIT" --help | awk '/^Commands:/ { on = 1; next } on && /^[^ ]/ { on = 0 } on && /^  [a-z]/ { print $1 }'
 }
 
 # The long options that `ratelimit [COMMAND] --help` lists, one a line: those of the
-# option column only, not those a description mentions.
+# option column only (two spaces in), not those a description mentions.
 help_long_options() {
-  "$RATELIMIT" "$@" --help | grep -E '^ +-' | sed -E 's/^ +//; s/  .*//' |
+  "$RATELIMIT" "$@" --help | grep -E '^  -' | sed -E 's/^ +//; s/  .*//' |
     grep -oE -- '--[A-Za-z0-9][-A-Za-z0-9]*' | sort -u
 }
 

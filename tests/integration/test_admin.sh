@@ -174,6 +174,47 @@ test_reset_forgets_a_damaged_key() {
   expect_status 0 rl try k -r 1/min
 }
 
+# A sliding-window key as an earlier version wrote it (SQLite schema 4): no count of what
+# the key granted before its limits, and a first slot that is the window's start, not the
+# latest grant. It reads (what it granted unknown, any number), its own limit decides as
+# before, and a decision writes it back with the count, saturated.
+test_a_window_key_of_an_earlier_version_reads() {
+  ensure_window_margin 60 3 # the minute's two grants stay its own
+  expect_status 0 rl try old -a sliding-window -r 5/min || return
+  expect_status 0 rl try old -a sliding-window -r 5/min || return
+  if [ "$STORE" = redis ]; then
+    local words minute
+    read -ra words <<<"$(rcli HGET 'ratelimit:{old}' limits)"
+    minute=$(($(now_us) / 60000000 * 60000000))
+    rcli HSET 'ratelimit:{old}' limits \
+      "${words[1]} ${words[2]} ${words[3]} $minute ${words[5]} ${words[6]}" >/dev/null
+  else
+    local hex minute byte le=
+    hex=$(sqlite3 "$DB" "SELECT hex(limits) FROM keys WHERE name = CAST('old' AS BLOB)")
+    minute=$(($(date +%s%N) / 60000000000 * 60000000000))
+    for i in 0 1 2 3 4 5 6 7; do
+      printf -v byte '%02X' $(((minute >> (8 * i)) & 255))
+      le+=$byte
+    done
+    sqlite3 "$DB" "UPDATE keys SET limits = x'${hex:16:48}$le${hex:80:32}';
+      PRAGMA user_version = 4; PRAGMA wal_checkpoint(TRUNCATE);" >/dev/null
+  fi
+  expect_status 0 rl --json status old
+  expect_eq 3 "$(json_field "$OUT" remaining)" "remaining of 5/min after 2"
+  expect_status 0 rl try old -a sliding-window -r 5/min
+  expect_status 0 rl --json status old
+  expect_eq 2 "$(json_field "$OUT" remaining)" "remaining of 5/min after 3"
+  if [ "$STORE" = redis ]; then
+    expect_eq 1125899906842624 "$(rcli HGET 'ratelimit:{old}' limits | cut -d' ' -f1)" \
+      "what the key granted, written back"
+  else
+    expect_eq 6 "$(sqlite3 "$DB" 'PRAGMA user_version')" "schema version after the upgrade"
+    expect_eq 0000000000000400 \
+      "$(sqlite3 "$DB" "SELECT hex(substr(limits, 1, 8)) FROM keys WHERE name = CAST('old' AS BLOB)")" \
+      "what the key granted, written back"
+  fi
+}
+
 # Sets the burst of KEY's first limit to BURST, as a damaged database or a hand edit might.
 set_stored_burst() {
   local key=$1 burst=$2
@@ -226,7 +267,8 @@ test_status_shows_the_other_keys_when_one_is_damaged() {
 
 # Decisions collect fresh keys too, now and then: keys meant for an explicit gc are made
 # with periods that outlast the commands that make them. Redis has nothing to collect: its
-# values expire when fresh (test_redis.sh).
+# values expire when fresh (test_redis.sh). A key whose state went keeps its counters, which
+# status shows without a state (no "last_use").
 test_gc_keeps_busy_keys_and_drops_fresh_ones() {
   on_store sqlite || return 0
   local algorithm
@@ -244,14 +286,14 @@ test_gc_keeps_busy_keys_and_drops_fresh_ones() {
   # gc must remove exactly the fresh keys still there, which status does not touch.
   expect_status 0 rl --json status
   local present
-  present=$(json_eval '"\n".join("ratelimit: removed \"%s\"" % o["key"] for o in j if o["key"].startswith("fresh-"))' <<<"$OUT")
+  present=$(json_eval '"\n".join("ratelimit: removed \"%s\"" % o["key"] for o in j if o["key"].startswith("fresh-") and "last_use" in o)' <<<"$OUT")
   expect_true "some fresh keys are left for gc" [ -n "$present" ]
   expect_status 0 rl gc -v
   expect_eq "" "$OUT" "stdout of gc -v"
   expect_eq "$present" "$(printf '%s\n' "$ERR" | LC_ALL=C sort)" "lines of gc -v"
   expect_status 0 rl --json status
   expect_eq "['busy-fixed-window', 'busy-leaky-bucket', 'busy-sliding-log', 'busy-sliding-window', 'busy-token-bucket']" \
-    "$(json_eval '[o["key"] for o in j]' <<<"$OUT")" "keys left"
+    "$(json_eval '[o["key"] for o in j if "last_use" in o]' <<<"$OUT")" "keys left with a state"
   expect_eq 0 "$(sqlite3 "$DB" "SELECT count(*) FROM grant_log WHERE key_id NOT IN (SELECT id FROM keys)")" \
     "log entries of removed keys"
   expect_status 0 rl gc
@@ -271,8 +313,8 @@ test_gc_json_names_what_it_removed() {
   # A slow run may have collected "one" while deciding "two": compare with what is there.
   expect_status 0 rl --json status
   local present count
-  present=$(json_eval '[o["key"] for o in j]' <<<"$OUT")
-  count=$(json_eval 'len(j)' <<<"$OUT")
+  present=$(json_eval '[o["key"] for o in j if "last_use" in o]' <<<"$OUT")
+  count=$(json_eval 'len([o for o in j if "last_use" in o])' <<<"$OUT")
   expect_contains "$present" "'two'" "keys before gc"
   expect_status 0 rl --json gc
   expect_eq "$count" "$(json_eval 'j["removed"]' <<<"$OUT")" "removed"
@@ -291,8 +333,8 @@ test_decisions_collect_fresh_keys_on_the_way() {
   # Hundreds of decisions in one process (the leaky bucket decides record by record): one
   # in 16 collects up to 32 fresh keys.
   seq 400 | rl pipe busy-pipe -a leaky-bucket -r 100000/s >/dev/null
-  expect_eq "['busy']" "$(rl --json status | json_eval '[o["key"] for o in j if o["key"] != "busy-pipe"]')" \
-    "keys left"
+  expect_eq "['busy']" "$(rl --json status | json_eval '[o["key"] for o in j if o["key"] != "busy-pipe" and "last_use" in o]')" \
+    "keys left with a state"
 }
 
 test_keys_that_would_control_the_terminal_are_escaped() {

@@ -588,6 +588,174 @@ test_sliding_log_forgets_entries_that_left_the_window() {
   expect_true "the log holds $rows entries" [ "$rows" -le 6 ]
 }
 
+# --- several limits on one key, changing between calls -------------------------------------
+
+# The times of the grants in KEY's sliding log, oldest first, in the store's unit.
+log_times() {
+  if [ "$STORE" = redis ]; then
+    rcli ZRANGE "ratelimit:{$1}:t" 0 -1 WITHSCORES | awk 'NR % 2 == 0'
+  else
+    sqlite3 "$DB" "SELECT at FROM grant_log JOIN keys ON keys.id = key_id
+      WHERE keys.name = CAST('$1' AS BLOB) ORDER BY at"
+  fi
+}
+
+# Sleeps until TARGET (milliseconds since the epoch).
+sleep_until_ms() {
+  local left=$(($1 - $(now_ms)))
+  [ "$left" -gt 0 ] && sleep "$(printf '%d.%03d' $((left / 1000)) $((left % 1000)))"
+  return 0
+}
+
+# The start of the next window of PERIOD milliseconds aligned to the epoch.
+next_window_ms() { echo $((($(now_ms) / $1 + 1) * $1)); }
+
+# How many of TRIES tries on KEY with ARGS are granted.
+grants_of() {
+  local tries=$1 key=$2 granted=0 i
+  shift 2
+  for ((i = 0; i < tries; i++)); do
+    rl -q try "$key" "$@" && granted=$((granted + 1))
+  done
+  echo "$granted"
+}
+
+# Tries KEY with ARGS at TARGET (milliseconds since the epoch), which must be decided
+# before DEADLINE: 0 when granted in time, 1 (failing the test) when refused in time, 2 when
+# the call ended after DEADLINE (a loaded machine: the attempt proves nothing).
+try_between() {
+  local target=$1 deadline=$2
+  shift 2
+  sleep_until_ms "$target"
+  "$RATELIMIT" try -q "$@" 2>"$TEST_DIR/stderr"
+  local status=$?
+  [ "$(now_ms)" -lt "$deadline" ] || return 2
+  [ $status = 0 ] && return 0
+  fail "refused in time: $* (stderr: $(cat "$TEST_DIR/stderr"))"
+  return 1
+}
+
+# Calls SHORT on a key of ALGORITHM at the start (+50 ms) of each of STEPS steps of 500 ms
+# in an aligned window of WINDOW_MS, then tries LONG TRIES times within that window, and
+# sets GRANTED to how many of those were granted. Three attempts, each on a key of its own,
+# for one whose calls all fall where they should.
+longer_after_shorter() {
+  local algorithm=$1 short=$2 steps=$3 long=$4 window=$5 tries=$6 attempt start step status
+  for attempt in 1 2 3; do
+    start=$(next_window_ms "$window")
+    for ((step = 0; step < steps; step++)); do
+      try_between $((start + step * 500 + 50)) $((start + step * 500 + 500)) \
+        "longer-$attempt" -a "$algorithm" -r "$short"
+      status=$?
+      [ $status = 0 ] || break
+    done
+    [ $status = 1 ] && return 1
+    [ $status = 2 ] && continue
+    GRANTED=$(grants_of "$tries" "longer-$attempt" -a "$algorithm" -r "$long")
+    [ "$(now_ms)" -lt $((start + window)) ] && return 0
+  done
+  fail "in three attempts, the calls never fell where they should (a loaded machine)"
+  return 1
+}
+
+# A call naming a longer period counts every grant of the key in its window, those made
+# before the window the stored limit keeps: 2/500ms once every 500 ms on a sliding window
+# (never fresh between: the window before still weighs), then 3/1500ms has no room left in
+# that aligned 1.5 s window.
+test_a_longer_window_counts_the_grants_before_the_stored_one() {
+  longer_after_shorter sliding-window 2/500ms 3 3/1500ms 1500 3 || return
+  expect_eq 0 "$GRANTED" "grants at 3/1500ms after three at 2/500ms"
+}
+
+# The same on a fixed window, at twice the speed of the example of the man page: 1/500ms at the start
+# of four 500 ms, then 5/2500ms during the fourth has room for one, not four. Only on
+# SQLite: the key is fresh at each boundary, when Redis lets it expire, and a key forgotten
+# starts afresh (as the man page says); SQLite forgets a fresh key only when gc finds it so.
+test_a_longer_fixed_window_counts_the_grants_before_the_stored_one() {
+  on_store sqlite || return 0
+  longer_after_shorter fixed-window 1/500ms 4 5/2500ms 2500 6 || return
+  expect_eq 1 "$GRANTED" "grants at 5/2500ms after four at 1/500ms"
+}
+
+# A limit named before is remembered and counts every grant since, exactly: 5/2500ms once,
+# then the shorter limit three times, then 5/2500ms again has room for one, not four
+# (fixed window) or three (sliding window). The remembered limit keeps the key from being
+# fresh, on every store.
+test_a_remembered_window_counts_the_grants_under_other_limits() {
+  local attempt start step algorithm short fixed sliding status
+  for attempt in 1 2 3; do
+    start=$(next_window_ms 2500)
+    status=0
+    for step in 0 1 2 3; do
+      for algorithm in fixed-window sliding-window; do
+        short=1/500ms
+        [ $algorithm = sliding-window ] && short=2/500ms # the window before weighs
+        [ $step = 0 ] && short=5/2500ms
+        try_between $((start + step * 500 + 50)) $((start + step * 500 + 500)) \
+          "$algorithm-$attempt" -a $algorithm -r $short
+        status=$?
+        [ $status = 0 ] || break 2
+      done
+    done
+    [ $status = 1 ] && return
+    [ $status = 2 ] && continue
+    fixed=$(grants_of 6 "fixed-window-$attempt" -a fixed-window -r 5/2500ms)
+    sliding=$(grants_of 6 "sliding-window-$attempt" -a sliding-window -r 5/2500ms)
+    [ "$(now_ms)" -lt $((start + 2500)) ] && break
+    status=2
+  done
+  [ $status = 0 ] || fail "in three attempts, the calls never fell where they should"
+  expect_eq 1 "$fixed" "fixed window: grants at 5/2500ms after four"
+  expect_eq 1 "$sliding" "sliding window: grants at 5/2500ms after four"
+}
+
+# Callers alternating 600/min and 10/s on one sliding-window key: the key stays readable
+# (it once counted an unknown number twice at each change of limits, and was damaged on
+# the 16th round) and usable (one grant at 600/min once held 10/s back for the rest of the
+# minute).
+test_sliding_window_alternating_limits_stays_usable() {
+  local i statuses=
+  for i in $(seq 20); do
+    rl -q try alternating -a sliding-window -r 600/min
+    statuses+="$? "
+    rl -q try alternating -a sliding-window -r 10/s
+    statuses+="$? "
+  done
+  expect_eq "" "$(echo $statuses | tr ' ' '\n' | grep -v '^[01]$')" "statuses other than 0 and 1"
+  expect_status 0 rl status alternating
+  # Two seconds on, 10/s has room again, and so has 600/min, which the 10/s calls counted.
+  sleep 2.1
+  expect_status 0 rl try alternating -a sliding-window -r 10/s
+  expect_status 0 rl try alternating -a sliding-window -r 600/min
+}
+
+# Sliding log: waiters at 600/min never land on the instant of a reservation made at 2/5s
+# (2/2500ms here), which would leave it with more than 2 in its period: they are granted
+# just after it (a nanosecond on SQLite, a microsecond on Redis).
+test_sliding_log_looser_waiters_keep_off_a_stricter_reservation() {
+  local args=(-a sliding-log) pids=() i times reserved at_reserved=0 after=0 time
+  expect_status 0 rl try protect "${args[@]}" -r 2/2500ms || return
+  expect_status 0 rl try protect "${args[@]}" -r 2/2500ms || return
+  rl -q wait protect "${args[@]}" -r 2/2500ms &
+  pids+=($!)
+  wait_for_reservation protect 1500 || return
+  for i in 1 2 3 4 5; do
+    rl -q wait protect "${args[@]}" -r 600/min &
+    pids+=($!)
+  done
+  for i in "${pids[@]}"; do
+    wait "$i" || fail "a waiter exited $?"
+  done
+  times=$(log_times protect)
+  reserved=$(echo "$times" | sed -n 3p)
+  for time in $times; do
+    [ "$time" -eq "$reserved" ] && at_reserved=$((at_reserved + 1))
+    [ "$time" -gt "$reserved" ] && after=$((after + 1))
+  done
+  expect_eq 1 "$at_reserved" "grants at the reservation's instant (log: $(echo $times))"
+  expect_eq 5 "$after" "grants after it"
+}
+
 # --- --json for every algorithm ------------------------------------------------------------
 
 # The bounds of ceil((window_end - decision) / 1 ms) for a decision made between LO and HI

@@ -383,6 +383,7 @@ store_invocation() {
   try | wait) echo "$1 k -r 1/s" ;;
   run) echo "run k -r 1/s -- true" ;;
   pause) echo "pause k 1s" ;;
+  observe) echo "observe k --status 429" ;;
   pipe) echo "pipe k -r 1/s" ;;
   status) echo "status k" ;;
   reset) echo "reset k" ;;
@@ -396,7 +397,7 @@ without_store() { case $1 in help | simulate | completions | limits) return 0 ;;
 
 # The commands `ratelimit --help` lists.
 listed_commands() {
-  "$RATELIMIT" --help | awk '/^[A-Za-z]+:/ { section = $1 } section == "Subcommands:" && /^  [a-z]/ { print $1 }'
+  "$RATELIMIT" --help | awk '/^[A-Za-z]+:/ { section = $1 } section == "Commands:" && /^  [a-z]/ { print $1 }'
 }
 
 expect_refused_by_every_command() {
@@ -437,7 +438,7 @@ test_foreign_files_are_refused_by_every_command() {
   sqlite3 other/app.db "CREATE TABLE t (x); INSERT INTO t VALUES (42);"
   expect_refused_by_every_command other/app.db "another application's SQLite database"
   rl --db newer/ratelimit.db try k -r 1/s
-  sqlite3 newer/ratelimit.db "PRAGMA user_version = 6; PRAGMA wal_checkpoint(TRUNCATE);" >/dev/null
+  sqlite3 newer/ratelimit.db "PRAGMA user_version = 8; PRAGMA wal_checkpoint(TRUNCATE);" >/dev/null
   rm -f newer/ratelimit.db-wal newer/ratelimit.db-shm
   expect_refused_by_every_command newer/ratelimit.db "newer than this ratelimit reads"
 }

@@ -113,16 +113,23 @@ test_misspelt_options_and_commands_get_a_suggestion() {
   expect_usage_error 'unknown command "zzzzzz"; expected one of' zzzzzz k
 }
 
-# A command's --help lists the global options it accepts after its name.
-test_command_help_lists_the_global_options() {
-  local command
-  for command in try wait run pipe status reset gc; do
-    expect_status 0 rl "$command" --help || continue
-    expect_contains "$OUT" "Global options (before or after the command):"
-    expect_contains "$OUT" "--db PATH"
-    expect_contains "$OUT" "-E,--limited-exit-code N"
-    expect_contains "$OUT" "--store URL"
-  done
+# Where users go wrong, the message says what was meant.
+test_common_mistakes_get_a_hint() {
+  # --backoff-on takes the status the command exits with, not an HTTP status.
+  expect_usage_error '--backoff-on: "429" is not an exit status' run k -r 5/s --backoff-on 429 -- curl -sf x
+  expect_contains "$ERR" "curl -f exits 22 on an HTTP error"
+  # run's options after COMMAND are the command's: named when KEY then has no rate.
+  expect_usage_error 'no rate for "k"' run k echo hi -r 5/s
+  expect_contains "$ERR" '-r came after COMMAND "echo" and went to it: give run'"'"'s options before COMMAND'
+  expect_usage_error '-j, -a, --rate came after COMMAND "echo"' run k echo hi -j 2 -a x --rate=5/s -n
+  expect_usage_error 'no rate for "k"' run k echo hi -n
+  expect_true "no hint without options of run's after COMMAND: $ERR" \
+    test "${ERR/came after COMMAND/}" = "$ERR"
+  # wait and try run no command: run does.
+  expect_usage_error 'wait runs no command ("curl https://api.example.com/" follows KEY); to run one at its slot: ratelimit run KEY' \
+    wait api -r 5/s curl https://api.example.com/
+  expect_usage_error 'try runs no command ("curl" follows KEY)' try api curl -r 5/s
+  expect_contains "$ERR" "ratelimit run KEY --no-wait"
 }
 
 test_fractional_zero_and_negative_costs() {
@@ -154,6 +161,12 @@ test_bad_durations() {
   expect_usage_error "--timeout: invalid duration" pipe k -r 5/s -t "" </dev/null
   expect_usage_error "--lock-timeout: invalid duration" try k -r 5/s --lock-timeout soon
   expect_usage_error "--lock-timeout: invalid duration" try k -r 5/s --lock-timeout -1s
+  # Empty, the store's timeouts are no more "not given" than -t's; and an option given is
+  # checked whatever the store (here one that is never reached).
+  expect_usage_error "--lock-timeout: invalid duration" try k -r 5/s --lock-timeout ""
+  expect_usage_error "--store-timeout: invalid duration" try k -r 5/s --store-timeout ""
+  expect_usage_error "--lock-timeout: invalid duration" --store redis://127.0.0.1:1 \
+    try k -r 5/s --lock-timeout soon
 }
 
 test_unknown_algorithm_and_on_store_error_values() {

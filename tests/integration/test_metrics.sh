@@ -242,7 +242,12 @@ test_counters_outlive_the_state_of_a_fresh_key() {
   # Fresh again within 200 ms: Redis lets its state expire, gc forgets it from SQLite.
   sleep 0.5
   [ "$STORE" = sqlite ] && rl gc
-  expect_status 1 rl status fresh
+  # status shows what metrics shows: the key, by its counters.
+  expect_status 0 rl --json status fresh
+  expect_eq "[{'key': 'fresh', 'algorithm': None, 'counters': {'granted': 2, 'limited': 0, 'waited_ms': 0}}]" \
+    "$(json_eval j <<<"$OUT")" "status of a key with counters only"
+  expect_status 0 rl status
+  expect_true "a line for fresh in: $OUT" grep -Eq '^"fresh" +- +- +- +- +- +- +2 +0 ' <<<"$OUT"
   expect_status 0 rl metrics
   expect_valid_metrics || return
   expect_eq 2.0 "$(sample ratelimit_requests_total "{'key': 'fresh', 'result': 'granted'}")" \
@@ -253,6 +258,45 @@ test_counters_outlive_the_state_of_a_fresh_key() {
   expect_valid_metrics || return
   expect_eq 3.0 "$(sample ratelimit_requests_total "{'key': 'fresh', 'result': 'granted'}")" \
     "counting on"
+}
+
+# Keys used only through run slots (run -j, --until-exit) or only paused are in status and
+# metrics; a command refused a slot counts as limited, one started on it as granted.
+test_keys_of_run_slots_and_pauses_are_in_status_and_metrics() {
+  expect_status 0 rl run jobs -j 2 -- true
+  expect_status 0 rl run api -r 5/s --until-exit -- true
+  expect_status 0 rl pause held 60s
+  touch hold
+  "$RATELIMIT" run busy -j 1 -- sh -c 'touch started.1; while [ -e hold ]; do sleep 0.05; done' &
+  wait_for_started 1
+  expect_status 1 rl -q run busy -j 1 --no-wait -- true
+  expect_status 1 rl -q run busy -j 1 -t 0.2s -- true
+  expect_status 1 rl -q run api -r 1/min --until-exit --no-wait -- true
+  rm hold
+  wait
+  local key
+  for key in jobs api held busy; do
+    expect_status 0 rl status "$key"
+  done
+  expect_status 0 rl --json status
+  expect_eq "['api', 'busy', 'held', 'jobs']" "$(json_eval '[k["key"] for k in j]' <<<"$OUT")" \
+    "keys in status --json"
+  expect_eq "[(1, 1), (1, 2), (0, 0), (1, 0)]" \
+    "$(json_eval '[(k["counters"]["granted"], k["counters"]["limited"]) for k in j]' <<<"$OUT")" \
+    "granted and limited in status --json"
+  expect_status 0 rl metrics
+  expect_valid_metrics || return
+  expect_eq 1.0 "$(sample ratelimit_requests_total "{'key': 'jobs', 'result': 'granted'}")" \
+    "jobs granted"
+  expect_eq 2.0 "$(sample ratelimit_requests_total "{'key': 'busy', 'result': 'limited'}")" \
+    "busy limited"
+  expect_eq 1.0 "$(sample ratelimit_requests_total "{'key': 'api', 'result': 'limited'}")" \
+    "api limited"
+  for key in jobs api busy held; do
+    expect_eq 0.0 "$(sample ratelimit_running "{'key': '$key'}")" "running on $key"
+  done
+  expect_status 1 rl status never-used
+  expect_contains "$ERR" 'unknown key "never-used"'
 }
 
 test_the_checker_rejects_what_is_not_the_format() {

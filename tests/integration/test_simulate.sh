@@ -296,6 +296,80 @@ test_wait_mode_recommends_what_the_table_bears_out() {
   expect_contains "$(printf '%s\n' "$OUT" | tail -n 1)" "recommendation: sliding-log: "
 }
 
+# Field `$2` of the JSON object in `$1`, as Python prints it.
+json_field() {
+  printf '%s\n' "$1" | "$PYTHON" -c 'import json, sys; print(json.load(sys.stdin)[sys.argv[1]])' "$2"
+}
+
+test_adaptive_finds_a_secret_limit() {
+  # Eight workers, a ceiling of 50/s, a server that allows 5/s: few 429s, close to 60 s.
+  expect_status 0 rl simulate -r 50/s --adaptive --server-limit 5/s --format json || return
+  expect_eq 300 "$(json_field "$OUT" calls)" "calls"
+  local throttled cuts duration rates
+  throttled=$(json_field "$OUT" throttled)
+  cuts=$(json_field "$OUT" cuts)
+  duration=$(json_field "$OUT" duration_ms)
+  [ "$throttled" -ge 1 ] && [ "$throttled" -le 30 ] || fail "$throttled answers 429 of 300"
+  [ "$cuts" -ge 1 ] && [ "$cuts" -lt "$throttled" ] || fail "$cuts cuts for $throttled 429s"
+  "$PYTHON" -c 'import sys; sys.exit(not 59000 <= float(sys.argv[1]) <= 90000)' "$duration" ||
+    fail "the replay lasted ${duration} ms"
+  # After the first seconds the rate stays near the secret limit, far below the ceiling.
+  rates=$(printf '%s\n' "$OUT" | "$PYTHON" -c '
+import json, sys
+rates = [float(r) for r in json.load(sys.stdin)["rate_per_s"]]
+print(min(rates[2:]), max(rates[2:]))')
+  "$PYTHON" -c 'import sys; low, high = map(float, sys.argv[1:]); sys.exit(not (low >= 2 and high <= 10))' \
+    $rates || fail "rates from the third interval on: $rates"
+}
+
+test_adaptive_follows_a_raise_of_the_secret_limit() {
+  expect_status 0 rl simulate -r 50/s --adaptive --server-limit 5/s --server-limit 10/s@30s \
+    --format json || return
+  local reached
+  reached=$(printf '%s\n' "$OUT" | "$PYTHON" -c '
+import json, sys
+print(json.load(sys.stdin)["raises"][0]["reached_ms"])')
+  "$PYTHON" -c 'import sys; sys.exit(not 0 < float(sys.argv[1]) <= 30000)' "$reached" ||
+    fail "7/s reached ${reached} ms after the raise"
+  expect_status 0 rl simulate -r 50/s --adaptive --server-limit 10/s@30s --server-limit 5/s || return
+  expect_contains "$OUT" "after the raise to 10/s at 30s: the rate reached 7.00/s in "
+  expect_contains "$OUT" "429 answers: "
+  expect_contains "$OUT" "duration: "
+  expect_status 0 rl simulate -r 50/s --adaptive --server-limit 5/s --calls 20 --format csv ||
+    return
+  expect_eq "time_ms,rate_per_s,succeeded,throttled" "$(printf '%s\n' "$OUT" | head -n 1)"
+}
+
+test_adaptive_replays_the_same_with_the_same_seed() {
+  expect_status 0 rl simulate -r 20/s --adaptive --server-limit 3/s --workers 4 --calls 60 \
+    --latency 250ms --seed 7 --format json || return
+  local first=$OUT
+  expect_status 0 rl simulate -r 20/s --adaptive --server-limit 3/s --workers 4 --calls 60 \
+    --latency 250ms --seed 7 --format json || return
+  expect_eq "$first" "$OUT" "second run with seed 7"
+}
+
+test_adaptive_refuses_what_does_not_apply() {
+  expect_status 2 rl simulate -r 50/s --adaptive || return
+  expect_contains "$ERR" "--server-limit 5/s"
+  expect_status 2 rl simulate -r 50/s --server-limit 5/s || return
+  expect_contains "$ERR" "add --adaptive"
+  expect_status 2 rl simulate -r 50/s --workers 3 --profile steady || return
+  expect_contains "$ERR" "add --adaptive"
+  expect_status 2 rl simulate -r 50/s --adaptive --server-limit 5/s --profile steady || return
+  expect_contains "$ERR" "--adaptive replays its own calls"
+  expect_status 2 rl simulate -r 50/s -r 1000/h --adaptive --server-limit 5/s || return
+  expect_contains "$ERR" "one --rate"
+  expect_status 2 rl simulate -r 50/s --adaptive --server-limit 5/s@10s || return
+  expect_contains "$ERR" "no limit from the start"
+  expect_status 2 rl simulate -r 50/s --adaptive --server-limit 5/s --server-limit 6/s@0 || return
+  expect_contains "$ERR" "two limits from 0s"
+  expect_status 2 rl simulate -r 50/s --adaptive --server-limit 5/parsec || return
+  expect_contains "$ERR" "--server-limit: invalid rate"
+  expect_status 2 rl simulate -r 50/s --adaptive --server-limit 5/s --workers 0 || return
+  expect_status 2 rl simulate -r 50/s --adaptive --server-limit 5/s --latency 2h || return
+}
+
 test_help_lists_simulate() {
   expect_status 0 rl --help || return
   expect_contains "$OUT" "simulate"

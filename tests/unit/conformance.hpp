@@ -2,11 +2,13 @@
 // What the conformance tests of the stores share: reproducible random arrivals on one key,
 // the limit sets they name, and the comparison of a store's decisions with the core's.
 #include "core/decide.hpp"
+#include "core/key_life.hpp"
 
 #include <algorithm>
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 #include <limits>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -58,6 +60,9 @@ inline core::Limit limit(std::int64_t count, core::Nanos period, std::int64_t bu
 struct Comparison {
   std::string m_where;
   const char* m_side = "store";
+  // Whether the store keeps what servers said (the grant sequence, the server budget): the
+  // Redis script keeps a key's pause only.
+  bool m_server_word = true;
 
   bool same(std::int64_t expected, std::int64_t actual, const char* what) {
     if (expected == actual) {
@@ -76,19 +81,20 @@ struct Comparison {
   }
 
   bool same_decision(const core::Decision& expected, const core::Decision& actual) {
-    bool ok = same(expected.allowed, actual.allowed, "allowed") &&
-              same(expected.now, actual.now, "now") && same(expected.wait, actual.wait, "wait") &&
-              same(static_cast<std::int64_t>(expected.binding),
-                   static_cast<std::int64_t>(actual.binding), "binding") &&
-              same(expected.remaining, actual.remaining, "remaining") &&
-              same(expected.reset_after, actual.reset_after, "reset_after") &&
-              same(expected.grant.at, actual.grant.at, "grant at") &&
-              same(expected.grant.cost, actual.grant.cost, "grant cost") &&
-              same(expected.grant.seq, actual.grant.seq, "grant seq") &&
-              same(expected.budget_until, actual.budget_until, "budget until") &&
-              same_budget(expected.budget, actual.budget) &&
-              same(static_cast<std::int64_t>(expected.grant.markers.size()),
-                   static_cast<std::int64_t>(actual.grant.markers.size()), "markers");
+    bool ok =
+        same(expected.allowed, actual.allowed, "allowed") &&
+        same(expected.now, actual.now, "now") && same(expected.wait, actual.wait, "wait") &&
+        same(static_cast<std::int64_t>(expected.binding), static_cast<std::int64_t>(actual.binding),
+             "binding") &&
+        same(expected.remaining, actual.remaining, "remaining") &&
+        same(expected.reset_after, actual.reset_after, "reset_after") &&
+        same(expected.grant.at, actual.grant.at, "grant at") &&
+        same(expected.grant.cost, actual.grant.cost, "grant cost") &&
+        (!m_server_word || (same(expected.grant.seq, actual.grant.seq, "grant seq") &&
+                            same(expected.budget_until, actual.budget_until, "budget until") &&
+                            same_budget(expected.budget, actual.budget))) &&
+        same(static_cast<std::int64_t>(expected.grant.markers.size()),
+             static_cast<std::int64_t>(actual.grant.markers.size()), "markers");
     for (std::size_t i = 0; ok && i < expected.limits.size(); ++i) {
       ok =
           same(expected.limits[i].remaining, actual.limits[i].remaining, "limit remaining") &&
@@ -207,29 +213,47 @@ inline std::vector<std::vector<core::Limit>> limit_sets(const std::vector<core::
   return sets;
 }
 
-// The stores' rule before a decision: a stored key whose limits are fresh and are not the
-// call's is forgotten, as gc or Redis expiry would forget it, so that no decision depends on
-// when that happened; what a server said that still runs (a pause, a budget) stays, alone.
-// Returns whether the key was forgotten whole.
-inline bool forget_if_fresh(core::KeyState& state, core::MemoryGrantLog& log,
-                            const std::vector<core::Limit>& limits, core::Nanos now) {
-  bool holds = std::equal(state.limits.begin(), state.limits.end(), limits.begin(), limits.end(),
-                          [](const core::LimitState& stored, const core::Limit& limit) {
-                            return stored.limit == limit;
-                          });
-  if (state.limits.empty() || holds || !core::limits_fresh(state, log, now)) {
-    return false;
+// A key as a store keeps it, in memory: its stored state (none: no key) and its log, living
+// the life that core/key_life.hpp gives it.
+struct MemoryKey {
+  std::optional<core::KeyState> stored;
+  core::MemoryGrantLog log;
+
+  // Decides `call` and writes what it leaves to write.
+  core::KeyOutcome decide(const core::KeyCall& call) {
+    return written(core::decide_key(stored, call, log));
   }
-  log = core::MemoryGrantLog{};
-  if (core::holds_server_word(state, now)) {
-    state.limits.clear();
-    state.remembered.clear();
-    state.log_period = 0;
-    return false;
+
+  // Gives back `grant`, decided under `algorithm` and `limits`.
+  void give_back(core::Algorithm algorithm, std::span<const core::Limit> limits,
+                 const core::Grant& grant, core::Nanos now) {
+    written(core::give_back_to_key(stored, algorithm, limits, grant, now, log));
   }
-  state = core::KeyState{state.algorithm, 0, {}};
-  return true;
-}
+
+  // Pauses the key for `duration` from `now`.
+  core::KeyOutcome pause(core::Nanos now, core::Nanos duration) {
+    return written(core::pause_key(stored, now, duration, log));
+  }
+
+  // Applies what a server answered at `now`.
+  core::KeyOutcome observe(core::Nanos now, const core::Observation& observation) {
+    return written(core::observe_key(stored, now, observation, log));
+  }
+
+  // Whether the key, if stored, holds nothing at `now`: gc may collect it.
+  bool fresh(core::Nanos now) { return !stored || core::is_fresh(*stored, log, now); }
+
+private:
+  core::KeyOutcome written(core::KeyOutcome outcome) {
+    if (outcome.write == core::KeyWrite::state) {
+      stored = outcome.state;
+    } else if (outcome.write == core::KeyWrite::erase) {
+      stored.reset();
+      log = core::MemoryGrantLog{};
+    }
+    return outcome;
+  }
+};
 
 // One run of the conformance harnesses: a key of `algorithm` under `configuration`, the
 // limit sets its callers name, and the arrivals. Both stores' harnesses replay the same runs
@@ -268,6 +292,8 @@ inline std::vector<Run> runs(core::Nanos second) {
   return result;
 }
 
+// The core alone on `run`, as the harnesses mirror it: a key in memory; a grant given back
+// goes back to the key.
 // The runs whose arrivals also observe answers (core::observe): each of the stores' first
 // limits on every algorithm, answers saying how many are left until a reset within a few
 // periods, some naming the grant they answer, some requests awaiting their answers for a
@@ -328,8 +354,7 @@ inline std::vector<Run> budget_runs(core::Nanos second) {
 // when it changed a stored key's limits (or one holding what a server said); a grant given
 // back goes back to the key; an answer observed applies to it.
 inline std::vector<core::Decision> core_decisions(const Run& run) {
-  core::KeyState state{run.algorithm, 0, {}};
-  core::MemoryGrantLog log;
+  MemoryKey key;
   struct Granted {
     core::Grant grant;
     std::size_t limit_set;
@@ -339,33 +364,20 @@ inline std::vector<core::Decision> core_decisions(const Run& run) {
   std::vector<core::Grant> granted_so_far;
   std::vector<core::Decision> decisions;
   core::Nanos now = run.configuration.start;
-  // Whether the stores hold the key (its limits, or what a server said).
-  bool stored = false;
   for (const Arrival& arrival : run.arrivals) {
     now += arrival.advance;
     if (arrival.observes) {
-      core::observe(state, now, observation_of(arrival, granted_so_far));
-      core::forget_ended(state.server, state.clock);
-      stored = stored || core::holds_server_word(state, state.clock);
+      key.observe(now, observation_of(arrival, granted_so_far));
     }
     if (arrival.give_back >= 0 && arrival.give_back < static_cast<int>(grants.size()) &&
         !grants[arrival.give_back].given_back) {
       Granted& granted = grants[arrival.give_back];
       granted.given_back = true;
-      if (!state.limits.empty()) {
-        core::give_back(state, run.limit_sets[granted.limit_set], log, now, granted.grant);
-      }
+      key.give_back(run.algorithm, run.limit_sets[granted.limit_set], granted.grant, now);
     }
     const std::vector<core::Limit>& limits = run.limit_sets.at(arrival.limit_set);
-    if (forget_if_fresh(state, log, limits, now)) {
-      stored = false;
-    }
-    core::KeyState trial = state;
-    core::Decision decision = core::decide(trial, limits, log, request_of(arrival, now));
-    if (decision.allowed || (stored && trial.limits != state.limits)) {
-      state = trial;
-      stored = true;
-    }
+    core::Decision decision =
+        key.decide({run.algorithm, true, limits, request_of(arrival, now)}).decision;
     if (decision.allowed) {
       grants.push_back({decision.grant, arrival.limit_set, false});
       granted_so_far.push_back(decision.grant);

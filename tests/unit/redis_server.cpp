@@ -1,6 +1,6 @@
 #include "redis_server.hpp"
 
-#include "store/redis_connection.hpp"
+#include "store/redis/redis_connection.hpp"
 #include "store/store.hpp"
 
 #include <algorithm>
@@ -40,7 +40,7 @@ int free_port() {
 bool answers_ping(const store::RedisLocation& location) {
   if (location.tls) {
     try {
-      store::RedisConnection connection(location, 200 * 1'000'000);
+      store::redis::RedisConnection connection(location, 200 * 1'000'000);
       std::string ping[] = {"PING"};
       connection.command(ping);
       return true;
@@ -107,10 +107,10 @@ std::vector<std::unique_ptr<RedisServer>> RedisServer::start_cluster(std::string
   }
   constexpr std::int64_t k_second = 1'000'000'000;
   try {
-    std::vector<std::unique_ptr<store::RedisConnection>> connections;
+    std::vector<std::unique_ptr<store::redis::RedisConnection>> connections;
     for (int i = 0; i < nodes; ++i) {
       connections.push_back(
-          std::make_unique<store::RedisConnection>(servers[i]->location(), 2 * k_second));
+          std::make_unique<store::redis::RedisConnection>(servers[i]->location(), 2 * k_second));
       int first = 16384 * i / nodes;
       int last = 16384 * (i + 1) / nodes - 1;
       connections[i]->command(std::vector<std::string>{
@@ -120,8 +120,8 @@ std::vector<std::unique_ptr<RedisServer>> RedisServer::start_cluster(std::string
                                                          std::to_string(servers[i]->port())});
       }
     }
-    auto ready = [](store::RedisConnection& node) {
-      store::RedisReply info = node.command(std::vector<std::string>{"CLUSTER", "INFO"});
+    auto ready = [](store::redis::RedisConnection& node) {
+      store::redis::RedisReply info = node.command(std::vector<std::string>{"CLUSTER", "INFO"});
       return info.text().find("cluster_state:ok") != std::string_view::npos;
     };
     auto all_ready = [&] {

@@ -1,6 +1,5 @@
 #include "cli/config_file.hpp"
 
-#include "cli/global_options.hpp"
 #include "cli/usage_error.hpp"
 #include "scoped_env.hpp"
 
@@ -60,7 +59,8 @@ url = "redis://localhost:6379/0"
   CHECK(nightly.bursts == std::vector<std::string>{"1"});
   CHECK(nightly.cost == "1");
   CHECK(nightly.timeout == "30s");
-  CHECK(parsed.store_url == "redis://localhost:6379/0");
+  CHECK(parsed.store_url->text == "redis://localhost:6379/0");
+  CHECK(parsed.store_url->defined_in == "limits.toml:13");
 }
 
 TEST_CASE("cli::parse_config: an empty file, or one of comments, defines nothing") {
@@ -136,14 +136,15 @@ TEST_CASE("cli::parse_config: any character where whitespace may be is an error,
 TEST_CASE("cli::parse_config reads the store's timeout and what to do when it fails") {
   cli::Config parsed = config("[store]\nurl = \"redis://h\"\ntimeout = \"2.5s\"\n"
                               "on_error = \"allow\"\n");
-  CHECK(parsed.store_url == "redis://h");
-  CHECK(parsed.store_timeout == "2.5s");
-  CHECK(parsed.store_on_error == "allow");
+  CHECK(parsed.store_url->text == "redis://h");
+  CHECK(parsed.store_timeout->text == "2.5s");
+  CHECK(parsed.store_timeout->defined_in == "limits.toml:3");
+  CHECK(parsed.store_on_error->text == "allow");
   // Each alone: the url may come from the command line.
-  CHECK(config("[store]\non_error = \"deny\"\n").store_on_error == "deny");
-  CHECK(config("[store]\non_error = \"local\"\n").store_on_error == "local");
+  CHECK(config("[store]\non_error = \"deny\"\n").store_on_error->text == "deny");
+  CHECK(config("[store]\non_error = \"local\"\n").store_on_error->text == "local");
   CHECK_FALSE(config("[store]\non_error = \"deny\"\n").store_timeout);
-  CHECK(config("[store]\ntimeout = \"300ms\"\n").store_timeout == "300ms");
+  CHECK(config("[store]\ntimeout = \"300ms\"\n").store_timeout->text == "300ms");
 }
 
 TEST_CASE("cli::parse_config checks the store's timeout and on_error as their options") {
@@ -161,57 +162,6 @@ TEST_CASE("cli::parse_config checks the store's timeout and on_error as their op
         "on_error, ca, cert or key");
 }
 
-namespace {
-
-// Options whose configuration is `text`, as if read from the files.
-cli::GlobalOptions options_with(std::string_view text) {
-  cli::GlobalOptions options;
-  options.loaded_config = config(text);
-  return options;
-}
-
-} // namespace
-
-TEST_CASE("cli: [store] timeout and on_error apply as url does: after the command line and "
-          "the environment") {
-  ScopedEnv no_db("RATELIMIT_DB", nullptr);
-  ScopedEnv no_store("RATELIMIT_STORE", nullptr);
-  constexpr std::string_view k_file = "[store]\ntimeout = \"250ms\"\non_error = \"allow\"\n";
-  cli::GlobalOptions options = options_with(k_file);
-  CHECK(cli::store_timeout(options) == 250 * core::k_nanos_per_milli);
-  CHECK(cli::on_store_error(options) == cli::OnStoreError::allow);
-  // The command line wins.
-  options.store_timeout = "2s";
-  options.on_store_error = "deny";
-  CHECK(cli::store_timeout(options) == 2 * core::k_nanos_per_second);
-  CHECK(cli::on_store_error(options) == cli::OnStoreError::deny);
-  options.store_timeout = "0s";
-  CHECK_THROWS_AS(cli::store_timeout(options), cli::UsageError);
-  // A store named on the command line or in the environment takes nothing from the file.
-  for (auto name : {&cli::GlobalOptions::db, &cli::GlobalOptions::store}) {
-    cli::GlobalOptions named = options_with(k_file);
-    named.*name = "sqlite:x.db";
-    CHECK(cli::store_timeout(named) == core::k_nanos_per_second);
-    CHECK(cli::on_store_error(named) == cli::OnStoreError::deny);
-  }
-  for (const char* variable : {"RATELIMIT_DB", "RATELIMIT_STORE"}) {
-    ScopedEnv set(variable, "x.db");
-    cli::GlobalOptions from_env = options_with(k_file);
-    CHECK(cli::store_timeout(from_env) == core::k_nanos_per_second);
-    CHECK(cli::on_store_error(from_env) == cli::OnStoreError::deny);
-  }
-  // local, from the file as from the command line.
-  CHECK(cli::on_store_error(options_with("[store]\non_error = \"local\"\n")) ==
-        cli::OnStoreError::local);
-  cli::GlobalOptions local = options_with(k_file);
-  local.on_store_error = "local";
-  CHECK(cli::on_store_error(local) == cli::OnStoreError::local);
-  // Nothing anywhere: the defaults.
-  cli::GlobalOptions none = options_with("");
-  CHECK(cli::store_timeout(none) == core::k_nanos_per_second);
-  CHECK(cli::on_store_error(none) == cli::OnStoreError::deny);
-}
-
 TEST_CASE("cli::parse_config reads the store's TLS files, relative ones from the file's "
           "directory") {
   auto parsed = parse_config("[store]\nurl = \"rediss://h\"\nca = \"ca.pem\"\n"
@@ -219,16 +169,16 @@ TEST_CASE("cli::parse_config reads the store's TLS files, relative ones from the
                              "/etc/ratelimit/limits.toml");
   REQUIRE(parsed.ok());
   REQUIRE(parsed->store_ca);
-  CHECK(parsed->store_ca->path == "/etc/ratelimit/ca.pem");
+  CHECK(parsed->store_ca->text == "/etc/ratelimit/ca.pem");
   CHECK(parsed->store_ca->defined_in == "/etc/ratelimit/limits.toml:3");
   REQUIRE(parsed->store_cert);
-  CHECK(parsed->store_cert->path == "/etc/ssl/client.pem");
+  CHECK(parsed->store_cert->text == "/etc/ssl/client.pem");
   REQUIRE(parsed->store_key);
-  CHECK(parsed->store_key->path == "/etc/ratelimit/keys/client.key");
+  CHECK(parsed->store_key->text == "/etc/ratelimit/keys/client.key");
   CHECK(parsed->store_key->defined_in == "/etc/ratelimit/limits.toml:5");
   // A file named without a directory: its directory is the current one.
-  CHECK(config("[store]\nca = \"ca.pem\"\n").store_ca->path == "ca.pem");
-  CHECK(parse_config("[store]\nca = \"../ca.pem\"\n", "conf/limits.toml")->store_ca->path ==
+  CHECK(config("[store]\nca = \"ca.pem\"\n").store_ca->text == "ca.pem");
+  CHECK(parse_config("[store]\nca = \"../ca.pem\"\n", "conf/limits.toml")->store_ca->text ==
         "conf/../ca.pem");
   CHECK_FALSE(config("[store]\nurl = \"rediss://h\"\n").store_ca);
 }
@@ -248,99 +198,6 @@ TEST_CASE("cli::parse_config checks the store's TLS files") {
   CHECK(config_error("[store]\ncafile = \"x\"\n") ==
         "limits.toml:2: unknown setting \"cafile\" in [store]; expected url, timeout, "
         "on_error, ca, cert or key");
-}
-
-TEST_CASE("cli::tls_files: the command line, else the environment, else [store] when the file "
-          "names the store") {
-  ScopedEnv no_db("RATELIMIT_DB", nullptr);
-  ScopedEnv no_store("RATELIMIT_STORE", nullptr);
-  ScopedEnv no_ca("RATELIMIT_STORE_CA", nullptr);
-  ScopedEnv no_cert("RATELIMIT_STORE_CERT", nullptr);
-  ScopedEnv no_key("RATELIMIT_STORE_KEY", nullptr);
-  constexpr std::string_view k_file = "[store]\nurl = \"rediss://h\"\nca = \"/f/ca.pem\"\n"
-                                      "cert = \"/f/c.pem\"\nkey = \"/f/k.pem\"\n";
-  store::TlsFiles from_file = cli::tls_files(options_with(k_file));
-  CHECK(from_file.ca_file == "/f/ca.pem");
-  CHECK(from_file.ca_given_by == "[store] ca at limits.toml:3");
-  CHECK(from_file.cert_file == "/f/c.pem");
-  CHECK(from_file.cert_given_by == "[store] cert at limits.toml:4");
-  CHECK(from_file.key_file == "/f/k.pem");
-  CHECK(from_file.key_given_by == "[store] key at limits.toml:5");
-  {
-    // The environment wins over the file, the command line over both; a certificate from
-    // outside the file takes no key from it.
-    ScopedEnv ca("RATELIMIT_STORE_CA", "/env/ca.pem");
-    ScopedEnv cert("RATELIMIT_STORE_CERT", "/env/c.pem");
-    store::TlsFiles from_env = cli::tls_files(options_with(k_file));
-    CHECK(from_env.ca_file == "/env/ca.pem");
-    CHECK(from_env.ca_given_by == "--store-ca");
-    CHECK(from_env.cert_file == "/env/c.pem");
-    CHECK(from_env.key_file.empty());
-    cli::GlobalOptions options = options_with(k_file);
-    options.store_ca = "/opt/ca.pem";
-    CHECK(cli::tls_files(options).ca_file == "/opt/ca.pem");
-  }
-  {
-    // A key on the command line goes with the file's certificate.
-    cli::GlobalOptions options = options_with(k_file);
-    options.store_key = "/opt/k.pem";
-    store::TlsFiles files = cli::tls_files(options);
-    CHECK(files.cert_file == "/f/c.pem");
-    CHECK(files.key_file == "/opt/k.pem");
-    CHECK(files.key_given_by == "--store-key");
-  }
-  // A store named on the command line or in the environment takes nothing from the file.
-  cli::GlobalOptions named = options_with(k_file);
-  named.store = "rediss://other";
-  store::TlsFiles files = cli::tls_files(named);
-  CHECK(files.ca_file.empty());
-  CHECK(files.cert_file.empty());
-  CHECK(files.key_file.empty());
-  {
-    ScopedEnv store("RATELIMIT_STORE", "rediss://other");
-    CHECK(cli::tls_files(options_with(k_file)).ca_file.empty());
-  }
-  // A key without a certificate anywhere is a usage error.
-  cli::GlobalOptions key_only = options_with("[store]\nca = \"/f/ca.pem\"\n");
-  key_only.store_key = "/opt/k.pem";
-  CHECK_THROWS_AS(cli::tls_files(key_only), cli::UsageError);
-}
-
-TEST_CASE("cli::tls_files keeps TLS sessions in the state directory unless "
-          "RATELIMIT_TLS_SESSION_CACHE is off") {
-  ScopedEnv no_db("RATELIMIT_DB", nullptr);
-  ScopedEnv store("RATELIMIT_STORE", "rediss://h");
-  ScopedEnv no_setting("RATELIMIT_TLS_SESSION_CACHE", nullptr);
-  {
-    ScopedEnv state("XDG_STATE_HOME", "/xdg/state");
-    store::TlsFiles files = cli::tls_files(options_with(""));
-    CHECK(files.session_directory == "/xdg/state/ratelimit/tls-sessions");
-    CHECK(files.session_home.empty());
-  }
-  ScopedEnv no_state("XDG_STATE_HOME", nullptr);
-  {
-    ScopedEnv home("HOME", "/home/u");
-    store::TlsFiles files = cli::tls_files(options_with(""));
-    CHECK(files.session_directory == "/home/u/.local/state/ratelimit/tls-sessions");
-    CHECK(files.session_home == "/home/u");
-    ScopedEnv on("RATELIMIT_TLS_SESSION_CACHE", "on");
-    CHECK(cli::tls_files(options_with("")).session_directory ==
-          "/home/u/.local/state/ratelimit/tls-sessions");
-  }
-  {
-    // Without a home, none: the decision is made all the same, with a full handshake.
-    ScopedEnv no_home("HOME", nullptr);
-    CHECK(cli::tls_files(options_with("")).session_directory.empty());
-  }
-  ScopedEnv home("HOME", "/home/u");
-  {
-    ScopedEnv off("RATELIMIT_TLS_SESSION_CACHE", "off");
-    CHECK(cli::tls_files(options_with("")).session_directory.empty());
-  }
-  ScopedEnv bad("RATELIMIT_TLS_SESSION_CACHE", "no");
-  CHECK_THROWS_WITH_AS(cli::tls_files(options_with("")),
-                       "invalid RATELIMIT_TLS_SESSION_CACHE \"no\": expected on or off",
-                       cli::UsageError);
 }
 
 namespace {
@@ -383,20 +240,52 @@ TEST_CASE("cli::load_config: the first file that names a certificate gives its k
   ScopedEnv system_file("RATELIMIT_SYSTEM_CONFIG", system.c_str());
   SUBCASE("a certificate without a key in the first file takes no key from the next") {
     directory.write("user/ratelimit/limits.toml", "[store]\ncert = \"both.pem\"\n");
-    cli::Config config = cli::load_config("");
+    cli::Config config = *cli::load_config("");
     REQUIRE(config.store_cert);
-    CHECK(config.store_cert->path == directory.path() + "/user/ratelimit/both.pem");
+    CHECK(config.store_cert->text == directory.path() + "/user/ratelimit/both.pem");
     CHECK_FALSE(config.store_key);
     REQUIRE(config.store_ca);
-    CHECK(config.store_ca->path == directory.path() + "/etc/system-ca.pem");
+    CHECK(config.store_ca->text == directory.path() + "/etc/system-ca.pem");
   }
   SUBCASE("a first file without a certificate leaves both to the next") {
     directory.write("user/ratelimit/limits.toml", "[store]\nca = \"user-ca.pem\"\n");
-    cli::Config config = cli::load_config("");
-    CHECK(config.store_ca->path == directory.path() + "/user/ratelimit/user-ca.pem");
-    CHECK(config.store_cert->path == directory.path() + "/etc/system.pem");
+    cli::Config config = *cli::load_config("");
+    CHECK(config.store_ca->text == directory.path() + "/user/ratelimit/user-ca.pem");
+    CHECK(config.store_cert->text == directory.path() + "/etc/system.pem");
     REQUIRE(config.store_key);
-    CHECK(config.store_key->path == directory.path() + "/etc/system.key");
+    CHECK(config.store_key->text == directory.path() + "/etc/system.key");
     CHECK(config.store_key->defined_in == system + ":4");
   }
+}
+
+TEST_CASE("cli::load_config: a file named that does not exist is an error, a default one is "
+          "skipped") {
+  TemporaryDirectory directory;
+  std::string missing = directory.path() + "/none.toml";
+  auto named = cli::load_config(missing);
+  REQUIRE_FALSE(named.ok());
+  CHECK(named.error() ==
+        "cannot read the configuration file \"" + missing + "\": it does not exist");
+  ScopedEnv home("XDG_CONFIG_HOME", (directory.path() + "/user").c_str());
+  ScopedEnv system_file("RATELIMIT_SYSTEM_CONFIG", missing.c_str());
+  auto defaults = cli::load_config("");
+  REQUIRE(defaults.ok());
+  CHECK(defaults->limits.empty());
+  std::string broken = directory.write("broken.toml", "[store\n");
+  auto unreadable = cli::load_config(broken);
+  REQUIRE_FALSE(unreadable.ok());
+  CHECK(unreadable.error().starts_with(broken + ":1: "));
+}
+
+TEST_CASE("cli::ConfigFiles reads the files once, at the first call") {
+  TemporaryDirectory directory;
+  std::string file = directory.write("limits.toml", "[limits.api]\nrate = \"5/s\"\n");
+  cli::ConfigFiles files(file);
+  CHECK(files.files() == std::vector<std::string>{file});
+  CHECK(files.config().limits.count("api") == 1);
+  directory.write("limits.toml", "[limits.other]\nrate = \"5/s\"\n");
+  CHECK(files.config().limits.count("api") == 1);
+  cli::ConfigFiles missing(directory.path() + "/none.toml");
+  CHECK_FALSE(missing.read().ok());
+  CHECK_THROWS_AS(missing.config(), cli::UsageError);
 }

@@ -1,6 +1,7 @@
 #include "cli/wrapped_command.hpp"
 
 #include "cli/commands.hpp"
+#include "cli/global_options.hpp"
 
 #include <CLI/CLI.hpp>
 #include <doctest/doctest.h>
@@ -18,7 +19,7 @@ std::string marked(std::vector<const char*> words) {
   CLI::App app("test", "ratelimit");
   cli::add_global_options(app, global);
   for (const cli::Command& command : cli::k_commands) {
-    command.setup(app, global);
+    command.setup(app);
   }
   words.insert(words.begin(), "ratelimit");
   std::vector<const char*> args =

@@ -8,8 +8,11 @@
 //   than the slowest limit of the call before it (the rule the man page states), and else
 //   over every grant at or after the time from which the key has held the limit (named or
 //   remembered): its first call derives it from the units in use, not from the history;
-// - the windows: their bound over the grants made since the limit came into force (the
-//   call that first named it; from its time on the bound is exact).
+// - the windows: their bound over every earlier grant, whatever limits it was made under
+//   (the key counts every grant while a store keeps it; a limit it holds, named or
+//   remembered, counts exactly, and one first named assumes in its window what no stored
+//   window can tell of the key's count).
+#include "core/bounds.hpp"
 #include "core/rules.hpp"
 
 #include "core_test_key.hpp"
@@ -120,8 +123,6 @@ struct Made {
   Nanos at = 0;
   std::int64_t cost = 0;
   std::size_t set = 0; // the limits of its call
-  // Per limit of the call: the time from which the call's limit has been in force.
-  std::vector<Nanos> in_force_since;
 };
 
 std::vector<Limit> random_set(Algorithm algorithm, std::mt19937_64& random) {
@@ -233,7 +234,6 @@ void run(Algorithm algorithm, std::uint64_t seed, bool slowing_down, Totals& tot
   Key key(algorithm);
   std::vector<Made> made;
   std::size_t current = 0;
-  std::vector<Nanos> in_force_since(sets[0].size(), 0);
   // Buckets: each limit the key holds (named or remembered), and the time from which it has
   // held it without a break, when the first call naming it derived its state.
   std::vector<std::pair<Limit, Nanos>> held;
@@ -263,14 +263,6 @@ void run(Algorithm algorithm, std::uint64_t seed, bool slowing_down, Totals& tot
             return l.rate.emission_interval() <= largest_interval(sets[current]);
           });
       if (allowed && next != current) {
-        std::vector<Nanos> since;
-        for (const Limit& limit : sets[next]) {
-          auto kept = std::find(sets[current].begin(), sets[current].end(), limit);
-          auto index = static_cast<std::size_t>(kept - sets[current].begin());
-          bool stays = kept != sets[current].end();
-          since.push_back(stays ? in_force_since[index] : std::max(now, key.state().clock));
-        }
-        in_force_since = since;
         current = next;
         ++totals.changes;
       }
@@ -300,19 +292,17 @@ void run(Algorithm algorithm, std::uint64_t seed, bool slowing_down, Totals& tot
       continue;
     }
     ++totals.grants;
-    made.push_back({decision.grant.at, cost, current, in_force_since});
+    made.push_back({decision.grant.at, cost, current});
     std::size_t j = made.size() - 1;
     for (std::size_t l = 0; l < limits.size(); ++l) {
       INFO("step ", step, ", limit ", limits[l].rate.count, "/", limits[l].rate.period, " burst ",
            limits[l].burst);
-      // The sliding log counts every grant; a bucket every grant at or after the time it
-      // has held the limit from (a limit it did not hold was derived from the units in use
-      // at other rates, not from the history), or all of them when no call names a limit
-      // slower than those before; the windows the grants since the limit is in force.
-      Nanos since = in_force_since[l];
-      if (algorithm == Algorithm::sliding_log || (bucket && !slowing_down)) {
-        since = std::numeric_limits<Nanos>::min();
-      } else if (bucket) {
+      // The sliding log and the windows count every grant; a bucket every grant at or after
+      // the time it has held the limit from (a limit it did not hold was derived from the
+      // units in use at other rates, not from the history), or all of them when no call
+      // names a limit slower than those before.
+      Nanos since = std::numeric_limits<Nanos>::min();
+      if (bucket && slowing_down) {
         auto found = std::find_if(held.begin(), held.end(),
                                   [&](const auto& h) { return h.first == limits[l]; });
         REQUIRE(found != held.end());
@@ -348,7 +338,7 @@ TEST_CASE("core::leaky_bucket property: with changing limits, at most N in any P
   run_many(Algorithm::leaky_bucket);
 }
 
-TEST_CASE("core::fixed_window property: with changing limits, at most N per window in force") {
+TEST_CASE("core::fixed_window property: with changing limits, at most N per window") {
   run_many(Algorithm::fixed_window);
 }
 
@@ -375,7 +365,7 @@ TEST_CASE("core::decide a 2/10s caller and a 12/min caller on one key count each
       if (!key.call(now, {limit}).allowed) {
         continue;
       }
-      made.push_back({now, 1, caller, {}});
+      made.push_back({now, 1, caller});
       std::string problem =
           check_grant(algorithm, limit, made, made.size() - 1, std::numeric_limits<Nanos>::min());
       REQUIRE_MESSAGE(problem.empty(), problem);
@@ -453,4 +443,217 @@ TEST_CASE("core::decide buckets: a key remembers at most 16 limits besides its c
   // The last call's limit first, then the earlier ones, most recently named first.
   CHECK(key.state().remembered.front().limit == limit_of(19'000, k_min));
   CHECK(key.state().remembered.back().limit == limit_of(4'000, k_min));
+}
+
+namespace {
+
+// The cost of `made` grants in [from, until).
+std::int64_t cost_between(const std::vector<Made>& made, Nanos from, Nanos until) {
+  std::int64_t cost = 0;
+  for (const Made& m : made) {
+    cost += m.at >= from && m.at < until ? m.cost : 0;
+  }
+  return cost;
+}
+
+} // namespace
+
+TEST_CASE(
+    "core::decide sliding-window 600/min and 10/s alternating: usable, exact, never damaged") {
+  // Two callers take turns on one key, as fast as they can, for minutes: what the key stores
+  // never passes its bounds (once it did, by an unknown count doubled at each change of
+  // limits), no call is held back for longer than its own limits can explain (once the
+  // minute's one grant locked 10/s for the rest of the minute), and each grant keeps the
+  // estimate of its own limit within N, counting the other caller's grants.
+  Key key(Algorithm::sliding_window);
+  const Limit loose = limit_of(600, k_min);
+  const Limit strict = limit_of(10, k_s);
+  std::vector<Made> made;
+  int granted[2] = {0, 0};
+  for (int round = 0; round < 1200; ++round) {
+    Nanos now = k_epoch + 25 * k_ms + round * 150 * k_ms;
+    for (std::size_t caller = 0; caller < 2; ++caller) {
+      const Limit& limit = caller == 0 ? loose : strict;
+      Decision decision = key.call(now + static_cast<Nanos>(caller) * k_ms, {limit});
+      INFO("round ", round, ", caller ", caller);
+      REQUIRE(within_bounds(key.state()));
+      if (!decision.allowed) {
+        REQUIRE(decision.wait <= 2 * limit.rate.period);
+        continue;
+      }
+      ++granted[caller];
+      made.push_back({decision.grant.at, 1, caller});
+      std::string problem = check_grant(Algorithm::sliding_window, limit, made, made.size() - 1,
+                                        std::numeric_limits<Nanos>::min());
+      REQUIRE_MESSAGE(problem.empty(), problem);
+    }
+  }
+  // Three minutes of turns: both callers granted throughout, and one budget shared.
+  CHECK(granted[0] > 300);
+  CHECK(granted[1] > 300);
+  // Each remembers the other: named again, a limit finds every grant counted exactly.
+  REQUIRE(key.state().remembered.size() == 1);
+  CHECK(key.state().remembered[0].limit == loose);
+}
+
+TEST_CASE("core::decide windows: a longer period counts the grants made before the stored window") {
+  // 1/s once a second for four seconds, then 5/5s in the same aligned 5 s window: one more,
+  // not four (the stored window held only the last second's grant). 2/s twice a second, then
+  // 4/2s: none more, not two.
+  for (Algorithm algorithm : {Algorithm::fixed_window, Algorithm::sliding_window}) {
+    CAPTURE(algorithm_name(algorithm));
+    // The sliding window counts the previous second too: 2/s admits one grant a second.
+    Limit per_second = algorithm == Algorithm::fixed_window ? limit_of(1, k_s) : limit_of(2, k_s);
+    Key key(algorithm);
+    std::vector<Made> made;
+    for (int second = 0; second < 4; ++second) {
+      Decision decision = key.call(k_epoch + second * k_s + 10 * k_ms, {per_second});
+      REQUIRE(decision.allowed);
+      made.push_back({decision.grant.at, 1, 0});
+    }
+    int more = 0;
+    for (int i = 0; i < 6; ++i) {
+      if (key.call(k_epoch + 3 * k_s + 20 * k_ms, {limit_of(5, 5 * k_s)}).allowed) {
+        made.push_back({k_epoch + 3 * k_s + 20 * k_ms, 1, 1});
+        ++more;
+      }
+    }
+    // The sliding window also counts what the key granted in the window before, which no
+    // stored window tells apart: conservatively none more.
+    CHECK(more == (algorithm == Algorithm::fixed_window ? 1 : 0));
+    CHECK(cost_between(made, k_epoch, k_epoch + 5 * k_s) <= 5);
+
+    Key twice(algorithm);
+    for (Nanos second : {Nanos{0}, k_s}) {
+      for (Nanos offset : {10 * k_ms, 20 * k_ms}) {
+        if (algorithm == Algorithm::fixed_window || offset == 10 * k_ms) {
+          REQUIRE(twice.call(k_epoch + second + offset, {limit_of(2, k_s)}).allowed);
+        }
+      }
+    }
+    Decision longer = twice.call(k_epoch + k_s + 30 * k_ms,
+                                 {limit_of(algorithm == Algorithm::fixed_window ? 4 : 2, 2 * k_s)});
+    CHECK_FALSE(longer.allowed);
+  }
+}
+
+TEST_CASE("core::decide windows: a new limit counts every grant since the key's state was made") {
+  // The key counts what it granted as long as a store keeps its state, through the moments
+  // its limits hold nothing (a store forgets it then only when it is collected, expires or
+  // a call names other limits): 1/s at the start of each of four seconds, each finding the
+  // key fresh, then 5/5s finds the four in its window.
+  for (Algorithm algorithm : {Algorithm::fixed_window, Algorithm::sliding_window}) {
+    CAPTURE(algorithm_name(algorithm));
+    Key key(algorithm);
+    Limit per_second = algorithm == Algorithm::fixed_window ? limit_of(1, k_s) : limit_of(2, k_s);
+    for (int second = 0; second < 4; ++second) {
+      Nanos now = k_epoch + second * 2 * k_s + k_ms;
+      if (second > 0) {
+        CHECK(is_fresh(key.state(), key.log(), now));
+      }
+      REQUIRE(key.call(now, {per_second}).allowed);
+    }
+    CHECK(key.state().granted == 4);
+    // Then 5/10s, whose window holds the four: a cost of 2 would make 6.
+    CHECK_FALSE(key.call(k_epoch + 6 * k_s + 2 * k_ms, {limit_of(5, 10 * k_s)}, 2).allowed);
+    if (algorithm == Algorithm::fixed_window) {
+      CHECK(key.call(k_epoch + 6 * k_s + 3 * k_ms, {limit_of(5, 10 * k_s)}, 1).allowed);
+    }
+  }
+}
+
+TEST_CASE(
+    "core::decide sliding-log: a looser waiter never lands on a stricter reservation's instant") {
+  // 2/5s taken twice, then a waiter at 2/5s reserves the instant the first grant leaves its
+  // window, T. Five waiters at 600/min then come: 600/min has room at T, but a grant there
+  // would leave the reservation with 3 in (T - 5 s, T]. They are granted just after it.
+  Key key(Algorithm::sliding_log);
+  const Limit strict = limit_of(2, 5 * k_s);
+  const Limit loose = limit_of(600, k_min);
+  REQUIRE(key.call(k_epoch, {strict}).allowed);
+  REQUIRE(key.call(k_epoch + k_ms, {strict}).allowed);
+  Decision reservation = key.call(k_epoch + 2 * k_ms, {strict}, 1, true);
+  REQUIRE(reservation.allowed);
+  Nanos t = reservation.grant.at;
+  CHECK(t == k_epoch + 5 * k_s);
+  for (int i = 0; i < 5; ++i) {
+    Decision looser = key.call(k_epoch + k_s + i * k_ms, {loose}, 1, true);
+    REQUIRE(looser.allowed);
+    CHECK(looser.grant.at == t + 1);
+  }
+  // A try at the reservation's instant under 600/min is refused by a nanosecond's wait;
+  // at 2/5s itself too, as its own window is full.
+  Key other(Algorithm::sliding_log);
+  REQUIRE(other.call(k_epoch, {limit_of(1, k_s)}).allowed);
+  Decision same_instant = other.call(k_epoch, {loose});
+  CHECK_FALSE(same_instant.allowed);
+  CHECK(same_instant.wait == 1);
+}
+
+TEST_CASE(
+    "core::decide sliding-log: ten 600/min waiters after a 10/s reservation keep its second") {
+  // 10/s: ten grants in its first second, then a waiter reserves the instant the first
+  // leaves, T. Ten waiters at 600/min land after T, not on it: (T - 1 s, T] holds 10.
+  Key key(Algorithm::sliding_log);
+  const Limit strict = limit_of(10, k_s);
+  std::vector<Made> made;
+  for (int i = 0; i < 10; ++i) {
+    REQUIRE(key.call(k_epoch + i * k_ms, {strict}).allowed);
+    made.push_back({k_epoch + i * k_ms, 1, 0});
+  }
+  Decision reservation = key.call(k_epoch + 20 * k_ms, {strict}, 1, true);
+  REQUIRE(reservation.allowed);
+  Nanos t = reservation.grant.at;
+  made.push_back({t, 1, 0});
+  for (int i = 0; i < 10; ++i) {
+    Decision looser = key.call(k_epoch + 30 * k_ms + i * k_ms, {limit_of(600, k_min)}, 1, true);
+    REQUIRE(looser.allowed);
+    CHECK(looser.grant.at > t);
+    made.push_back({looser.grant.at, 1, 1});
+  }
+  CHECK(cost_between(made, t - k_s + 1, t + 1) == 10);
+  // With room left in the reservation's window, a looser grant may share its instant: 3/5s,
+  // 2 taken, then 2 reserved when they leave, T; one unit of 600/min fits at T, the next
+  // goes just after.
+  Key roomy(Algorithm::sliding_log);
+  REQUIRE(roomy.call(k_epoch, {limit_of(3, 5 * k_s)}, 2).allowed);
+  Decision late = roomy.call(k_epoch + k_ms, {limit_of(3, 5 * k_s)}, 2, true);
+  REQUIRE(late.allowed);
+  CHECK(late.grant.at == k_epoch + 5 * k_s);
+  Decision shares = roomy.call(k_epoch + 2 * k_ms, {limit_of(600, k_min)}, 1, true);
+  REQUIRE(shares.allowed);
+  CHECK(shares.grant.at == late.grant.at);
+  Decision after = roomy.call(k_epoch + 3 * k_ms, {limit_of(600, k_min)}, 1, true);
+  REQUIRE(after.allowed);
+  CHECK(after.grant.at == late.grant.at + 1);
+}
+
+TEST_CASE("core::read_earlier_version: a window state of schema 4 is read conservatively") {
+  KeyState fixed;
+  fixed.algorithm = Algorithm::fixed_window;
+  fixed.limits = {{limit_of(10, k_s), {k_epoch, 3, 0}}};
+  read_earlier_version(fixed);
+  CHECK(fixed.granted == k_max_window_count);
+  CHECK(fixed.limits[0].slots == std::array<std::int64_t, 3>{k_epoch, 3, k_epoch + k_s - 1});
+  // A sliding window's first slot was its window's start: grants anywhere in it.
+  KeyState sliding;
+  sliding.algorithm = Algorithm::sliding_window;
+  sliding.limits = {{limit_of(10, k_s), {k_epoch + 5 * k_s, 3, 2}}};
+  read_earlier_version(sliding);
+  CHECK(sliding.limits[0].slots == std::array<std::int64_t, 3>{k_epoch + 6 * k_s - 1, 3, 2});
+  REQUIRE(within_bounds(sliding));
+  // Its own limit decides as before; one first named finds whatever no stored window tells
+  // (the first five seconds of its minute) full, what the key granted being unknown.
+  MemoryGrantLog log;
+  Request request{k_epoch + 5 * k_s + 100 * k_ms, 1, false};
+  KeyState first_named = sliding;
+  std::vector<Limit> longer{limit_of(100, k_min)};
+  CHECK_FALSE(decide(first_named, longer, log, request).allowed);
+  std::vector<Limit> same{limit_of(10, k_s)};
+  CHECK(decide(sliding, same, log, request).allowed);
+  KeyState bucket;
+  bucket.algorithm = Algorithm::token_bucket;
+  bucket.limits = {{limit_of(10, k_s), {k_epoch, 0, 0}}};
+  read_earlier_version(bucket);
+  CHECK(bucket.granted == 0);
 }

@@ -1,6 +1,12 @@
 // Property tests: seeded random sequences of try, wait (reserve) and cancel (give back) on
 // one key, for every algorithm, checking the bound each algorithm promises on the grants
-// that stand: their reservation times, cancelled ones removed.
+// that stand: their reservation times, cancelled ones removed. The windows and the sliding
+// log are called with limits that change between calls (a strict short period, a loose long
+// one), as two scripts sharing a key do: each grant is checked against the limits of its
+// own call counting every grant the key made since a store last forgot it (when it was
+// fresh), and the key must stay readable and never refuse for longer than its limits can
+// explain.
+#include "core/bounds.hpp"
 #include "core/rules.hpp"
 
 #include "core_test_key.hpp"
@@ -19,6 +25,8 @@ namespace {
 struct GrantRecord {
   Nanos at = 0;
   std::int64_t cost = 0;
+  std::size_t set = 0;   // the limits of its call, an index into the run's sets
+  std::size_t epoch = 0; // how many times a store had forgotten the key before it
 };
 
 std::vector<GrantRecord> sorted(std::vector<GrantRecord> grants) {
@@ -147,6 +155,69 @@ std::string check(Algorithm algorithm, const Limit& limit, const std::vector<Gra
   return "unknown algorithm";
 }
 
+// Fixed and sliding window, at the decision of `grant` under `limit` of its call: what the
+// aligned window holding it (and, weighted, the one before) holds of the `standing` grants
+// made since a store last forgot the key, whatever the limits of their calls.
+std::string check_window_at_grant(Algorithm algorithm, const Limit& limit,
+                                  const std::vector<GrantRecord>& standing,
+                                  const GrantRecord& grant) {
+  Nanos period = limit.rate.period;
+  Nanos start = window_start(grant.at, period);
+  std::int64_t current = 0;
+  std::int64_t previous = 0;
+  for (const GrantRecord& other : standing) {
+    if (other.epoch == grant.epoch) {
+      current += window_start(other.at, period) == start ? other.cost : 0;
+      previous += window_start(other.at, period) == start - period ? other.cost : 0;
+    }
+  }
+  if (current > limit.rate.count) {
+    return std::string(algorithm_name(algorithm)) + ": " + std::to_string(current) +
+           " in the window at " + std::to_string(start);
+  }
+  Wide scaled = Wide{current} * period + Wide{previous} * (period - (grant.at - start));
+  if (algorithm == Algorithm::sliding_window && scaled > Wide{limit.rate.count} * period) {
+    return "sliding-window: the estimate exceeds N at " + std::to_string(grant.at);
+  }
+  return {};
+}
+
+// Sliding log, over every grant standing at the end: each leaves at most N of each limit
+// of its call in (t - PERIOD, t], counting the grants made since a store last forgot the
+// key before it, those made later under other limits included.
+std::string check_sliding_log_protected(const std::vector<std::vector<Limit>>& sets,
+                                        const std::vector<GrantRecord>& grants) {
+  // Grants by time; the ones of a later epoch are all later than those of an earlier one.
+  std::vector<GrantRecord> by_time = sorted(grants);
+  std::vector<std::int64_t> through(by_time.size() + 1, 0); // cost of the first i
+  for (std::size_t i = 0; i < by_time.size(); ++i) {
+    through[i + 1] = through[i] + by_time[i].cost;
+  }
+  std::vector<std::size_t> epoch_first(by_time.size(), 0);
+  for (std::size_t i = 1; i < by_time.size(); ++i) {
+    epoch_first[i] = by_time[i].epoch == by_time[i - 1].epoch ? epoch_first[i - 1] : i;
+  }
+  auto first_after = [&](Nanos time) {
+    return static_cast<std::size_t>(
+        std::upper_bound(by_time.begin(), by_time.end(), time,
+                         [](Nanos t, const GrantRecord& g) { return t < g.at; }) -
+        by_time.begin());
+  };
+  for (std::size_t i = 0; i < by_time.size(); ++i) {
+    const GrantRecord& grant = by_time[i];
+    for (const Limit& limit : sets[grant.set]) {
+      std::size_t from = std::max(first_after(grant.at - limit.rate.period), epoch_first[i]);
+      std::int64_t inside = through[first_after(grant.at)] - through[from];
+      if (inside > limit.rate.count) {
+        return "sliding-log: " + std::to_string(inside) + " in the period of " +
+               std::to_string(limit.rate.count) + "/" + std::to_string(limit.rate.period) +
+               " ending at " + std::to_string(grant.at);
+      }
+    }
+  }
+  return {};
+}
+
 // Whether grants of `algorithm` are always made in order: a new grant is never before one
 // still standing. Token buckets and sliding-window counters may let a later request use
 // what a cancelled reservation returned ahead of reservations behind it, which their
@@ -154,6 +225,13 @@ std::string check(Algorithm algorithm, const Limit& limit, const std::vector<Gra
 bool keeps_order(Algorithm algorithm) {
   return algorithm == Algorithm::leaky_bucket || algorithm == Algorithm::fixed_window ||
          algorithm == Algorithm::sliding_log;
+}
+
+// Whether the order holds whatever limits the calls name: a fixed window lets a call grant
+// under its own limits ahead of a reservation made under others; the sliding log's one log
+// keeps every grant in order.
+bool shares_state(Algorithm algorithm) {
+  return rules_for(algorithm).shares_state();
 }
 
 // The limits of one run: one or two, with periods that do not divide each other evenly.
@@ -178,6 +256,35 @@ std::vector<Limit> random_limits(Algorithm algorithm, std::mt19937_64& random) {
   return limits;
 }
 
+// Whether calls on a key of `algorithm` change their limits in these runs: the windows' and
+// the sliding log's, whose promises hold over every grant on the key, whatever its limits.
+bool changes_limits(Algorithm algorithm) {
+  return !takes_burst(algorithm);
+}
+
+// The limit sets of a run's calls: `limits`, then for the windows and the sliding log a
+// looser limit of a longer period (as 600/min beside 10/s) and a stricter one of a shorter
+// period, their windows aligned differently.
+std::vector<std::vector<Limit>> limit_sets(Algorithm algorithm, const std::vector<Limit>& limits) {
+  std::vector<std::vector<Limit>> sets{limits};
+  if (changes_limits(algorithm)) {
+    const Rate& rate = limits.front().rate;
+    std::int64_t loose = rate.count * 12;
+    std::int64_t strict = std::max<std::int64_t>(1, rate.count / 2);
+    sets.push_back({limit_of(loose, rate.period * 6 + 7 * k_ms)});
+    sets.push_back({limit_of(strict, rate.period / 2 + 3 * k_ms)});
+  }
+  return sets;
+}
+
+Nanos longest_period(const std::vector<Limit>& limits) {
+  Nanos longest = 0;
+  for (const Limit& limit : limits) {
+    longest = std::max(longest, limit.rate.period);
+  }
+  return longest;
+}
+
 struct Run {
   std::vector<GrantRecord> standing;
   int tries = 0;
@@ -187,15 +294,18 @@ struct Run {
 };
 
 // One seeded run of `steps` random requests; checks the bounds every 500 steps and at the
-// end, and the order of grants as they are made.
+// end, and the order of grants as they are made. With changing limits, each grant as it is
+// made too, and what a refusal says: the key's state stays readable (core::within_bounds)
+// and it refuses for no longer than its own limits can hold a slot back, two periods of the
+// call's longest beyond the latest grant or now (a carried state never locks a key for an
+// earlier limit's period).
 Run simulate(Algorithm algorithm, std::uint64_t seed, int steps) {
   std::mt19937_64 random(seed);
   std::vector<Limit> limits = random_limits(algorithm, random);
+  std::vector<std::vector<Limit>> sets = limit_sets(algorithm, limits);
   TestKey key(algorithm, limits);
-  std::int64_t capacity = std::numeric_limits<std::int64_t>::max();
   Nanos shortest = std::numeric_limits<Nanos>::max();
   for (const Limit& limit : limits) {
-    capacity = std::min(capacity, limit.capacity(algorithm));
     shortest = std::min(shortest, limit.rate.period);
   }
   Nanos interval = limits[0].rate.emission_interval();
@@ -213,24 +323,38 @@ Run simulate(Algorithm algorithm, std::uint64_t seed, int steps) {
   Run run;
   Nanos now = k_t0 + static_cast<Nanos>(random() % static_cast<std::uint64_t>(shortest));
   std::multiset<Nanos> standing_times;
+  std::size_t set = 0;
+  std::size_t epoch = 0;
+  Nanos latest_grant = std::numeric_limits<Nanos>::min();
 
   // Each run has its own mix: how often requests cost more than 1, how often waiters give
-  // up, and whether the one giving up is the latest (half of the runs), the oldest or any.
+  // up, and whether the one giving up is the latest (half of the runs), the oldest or any;
+  // and how often a call names other limits.
   const unsigned big_costs = 1 + random() % 5;  // in 10
   const unsigned cancelling = 1 + random() % 3; // in 10
   const unsigned which_cancels = random() % 4;
+  const unsigned switching = changes_limits(algorithm) ? 1 + random() % 4 : 0; // in 10
 
-  auto check_all = [&](int step) {
+  auto standing_grants = [&] {
     std::vector<GrantRecord> standing;
     for (std::size_t i = 0; i < records.size(); ++i) {
       if (!cancelled[i]) {
         standing.push_back(records[i]);
       }
     }
-    standing = sorted(standing);
-    for (const Limit& limit : limits) {
-      std::string problem = check(algorithm, limit, standing);
-      INFO("step ", step, ", limit ", limit.rate.count, "/", limit.rate.period);
+    return sorted(standing);
+  };
+  auto check_all = [&](int step) {
+    std::vector<GrantRecord> standing = standing_grants();
+    if (sets.size() == 1) {
+      for (const Limit& limit : limits) {
+        std::string problem = check(algorithm, limit, standing);
+        INFO("step ", step, ", limit ", limit.rate.count, "/", limit.rate.period);
+        REQUIRE_MESSAGE(problem.empty(), problem);
+      }
+    } else if (algorithm == Algorithm::sliding_log) {
+      std::string problem = check_sliding_log_protected(sets, standing);
+      INFO("step ", step);
       REQUIRE_MESSAGE(problem.empty(), problem);
     }
     return standing;
@@ -262,12 +386,20 @@ Run simulate(Algorithm algorithm, std::uint64_t seed, int steps) {
       }
       break;
     }
+    if (switching > 0 && random() % 10 < switching) {
+      set = static_cast<std::size_t>(random() % sets.size());
+    }
+    std::int64_t capacity = std::numeric_limits<std::int64_t>::max();
+    for (const Limit& limit : sets[set]) {
+      capacity = std::min(capacity, limit.capacity(algorithm));
+    }
     std::int64_t cost =
         random() % 10 < big_costs
             ? 1 + static_cast<std::int64_t>(random() % static_cast<std::uint64_t>(capacity))
             : 1;
     if (random() % 10 < cancelling && !outstanding.empty()) {
-      // Cancel a reservation, usually before its time, the way an interrupted waiter does.
+      // Cancel a reservation, usually before its time, the way an interrupted waiter does,
+      // naming the limits it was granted under.
       std::size_t pick = which_cancels <= 1   ? outstanding.size() - 1
                          : which_cancels == 2 ? 0
                                               : random() % outstanding.size();
@@ -277,11 +409,24 @@ Run simulate(Algorithm algorithm, std::uint64_t seed, int steps) {
       if (random() % 8 == 0) {
         when = now; // or after it: the waiter overslept
       }
+      key.limits() = sets[records[gone.index].set];
       key.cancel(when, gone.decision);
       cancelled[gone.index] = true;
       standing_times.erase(standing_times.find(gone.decision.grant.at));
       ++run.cancels;
+      REQUIRE(within_bounds(key.state()));
       continue;
+    }
+    key.limits() = sets[set];
+    if (!key.state().limits.empty() && key.fresh(now) &&
+        !std::equal(key.state().limits.begin(), key.state().limits.end(), sets[set].begin(),
+                    sets[set].end(),
+                    [](const LimitState& s, const Limit& l) { return s.limit == l; })) {
+      // The key holds nothing and the call names other limits: a store forgets it, as gc
+      // and Redis expiry would, and what it granted before counts for no limit any more.
+      ++epoch;
+      key.state() = KeyState{algorithm, 0, {}};
+      key.log() = MemoryGrantLog{};
     }
     bool reserve = random() % 2 == 0;
     Nanos max_wait = std::numeric_limits<Nanos>::max();
@@ -289,6 +434,7 @@ Run simulate(Algorithm algorithm, std::uint64_t seed, int steps) {
       max_wait = static_cast<Nanos>(random() % static_cast<std::uint64_t>(2 * shortest));
     }
     Decision decision = reserve ? key.reserve(now, cost, max_wait) : key.attempt(now, cost);
+    REQUIRE(within_bounds(key.state()));
     if (reserve) {
       ++run.reservations;
     } else {
@@ -296,6 +442,11 @@ Run simulate(Algorithm algorithm, std::uint64_t seed, int steps) {
     }
     if (!decision.allowed) {
       CHECK(decision.wait > 0);
+      if (changes_limits(algorithm)) {
+        Nanos held_back = std::max<Nanos>(0, latest_grant - decision.now);
+        INFO("step ", step, ", refused for ", decision.wait, " ns");
+        REQUIRE(decision.wait <= held_back + 2 * longest_period(sets[set]) + 1);
+      }
       continue;
     }
     ++run.grants;
@@ -303,15 +454,25 @@ Run simulate(Algorithm algorithm, std::uint64_t seed, int steps) {
     REQUIRE(decision.now >= now);
     REQUIRE((reserve || decision.wait == 0));
     REQUIRE(decision.wait <= max_wait);
-    if (keeps_order(algorithm) && !standing_times.empty()) {
+    if (keeps_order(algorithm) && !standing_times.empty() &&
+        (sets.size() == 1 || shares_state(algorithm))) {
       // Never before a grant still standing (the latest one made may have been cancelled).
       REQUIRE(decision.grant.at >= *standing_times.rbegin());
     }
     standing_times.insert(decision.grant.at);
-    records.push_back({decision.grant.at, cost});
+    latest_grant = std::max(latest_grant, decision.grant.at);
+    records.push_back({decision.grant.at, cost, set, epoch});
     cancelled.push_back(false);
     if (reserve) {
       outstanding.push_back({decision, records.size() - 1});
+    }
+    if (sets.size() > 1 && algorithm != Algorithm::sliding_log) {
+      std::vector<GrantRecord> standing = standing_grants();
+      for (const Limit& limit : sets[set]) {
+        std::string problem = check_window_at_grant(algorithm, limit, standing, records.back());
+        INFO("step ", step, ", limit ", limit.rate.count, "/", limit.rate.period);
+        REQUIRE_MESSAGE(problem.empty(), problem);
+      }
     }
     if (step % 500 == 499) {
       check_all(step);

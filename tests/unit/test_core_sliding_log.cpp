@@ -51,6 +51,10 @@ public:
     ++removals;
     inner.remove(cumulative, cost);
   }
+  void clear() override {
+    ++calls;
+    inner.clear();
+  }
 
   MemoryGrantLog inner;
   int calls = 0;

@@ -5,8 +5,8 @@
 #include "conformance.hpp"
 #include "core/decide.hpp"
 #include "redis_server.hpp"
-#include "store/redis_connection.hpp"
-#include "store/redis_script.hpp"
+#include "store/redis/redis_connection.hpp"
+#include "store/redis/redis_script.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -20,16 +20,16 @@ namespace {
 
 constexpr core::Nanos k_second = 1'000'000; // in microseconds
 
-// Both sides of one key: the core with the SQLite store's rule that only a granted decision,
-// or one that changed the key's limits, is written, and the script. Requests name one of
+// Both sides of one key: the core's key in memory, and the script. Requests name one of
 // `limit_sets`, so that limits are dropped and named again along the way.
 class Conformance : private conformance::Comparison {
 public:
-  Conformance(store::RedisScript& script, core::Algorithm algorithm,
+  Conformance(store::redis::RedisScript& script, core::Algorithm algorithm,
               std::vector<std::vector<core::Limit>> limit_sets, std::string key)
       : m_script(script), m_algorithm(algorithm), m_limit_sets(std::move(limit_sets)),
-        m_key(std::move(key)), m_state{algorithm, 0, {}} {
+        m_key(std::move(key)) {
     m_side = "script";
+    m_server_word = false;
     m_script.reset(m_key);
   }
 
@@ -52,42 +52,20 @@ public:
         Granted& granted = m_grants[arrival.give_back];
         granted.given_back = true;
         const std::vector<core::Limit>& granted_limits = m_limit_sets[granted.limit_set];
-        core::give_back(m_state, granted_limits, m_log, now, granted.core);
+        m_mirror.give_back(m_algorithm, granted_limits, granted.core, now);
         m_script.give_back(m_key, m_algorithm, granted_limits, granted.script, now);
         ++given;
       }
-      if (arrival.observes) {
-        core::Observation observation = observation_of(arrival, m_granted);
-        core::observe(m_state, now, observation);
-        core::forget_ended(m_state.server, m_state.clock);
-        m_stored = m_stored || core::holds_server_word(m_state, m_state.clock);
-        store::PauseStanding observed = m_script.observe(m_key, observation, now);
-        if (!same(m_state.clock, observed.now, "observed at") ||
-            !same_budget(core::budget_standing(m_state.server, m_state.clock), observed.budget)) {
-          return false;
-        }
-      }
-      if (forget_if_fresh(m_state, m_log, limits, now)) {
-        m_stored = false;
-      }
-      core::Request request = request_of(arrival, now);
-      core::KeyState trial = m_state;
-      core::Decision expected = core::decide(trial, limits, m_log, request);
-      // A denied call writes only when it changed a stored key's limits.
-      if (expected.allowed || (m_stored && trial.limits != m_state.limits)) {
-        m_state = trial;
-        m_stored = true;
-      }
+      core::Request request{now, arrival.cost, arrival.reserve, arrival.max_wait};
+      core::Decision expected = m_mirror.decide({m_algorithm, true, limits, request}).decision;
       core::Decision actual = m_script.decide(m_key, m_algorithm, true, limits, request, true);
       if (!same_decision(expected, actual)) {
         return false;
       }
       if (expected.allowed) {
         m_grants.push_back({expected.grant, actual.grant, arrival.limit_set, false});
-        m_granted.push_back(expected.grant);
       }
       ++(expected.allowed ? allowed : denied);
-      held += expected.budget_until != 0 ? 1 : 0;
       if (i % 5 == 4 && !same_standing(now + arrival.advance / 2)) {
         return false;
       }
@@ -95,9 +73,8 @@ public:
     return true;
   }
 
-  // How many grants were given back, and decisions the server budget held.
+  // How many grants were given back.
   int given = 0;
-  int held = 0;
 
 private:
   struct Granted {
@@ -111,20 +88,17 @@ private:
   bool same_standing(core::Nanos now) {
     m_where += fmt::format(", inspected at {}", now);
     std::optional<store::KeyStatus> actual = m_script.inspect(m_key, now);
-    if (!same(m_stored, actual.has_value(), "stored") || !m_stored) {
-      return m_stored == actual.has_value();
+    if (!m_mirror.stored) {
+      return same(0, actual.has_value(), "stored");
     }
-    // The script leaves the server budget to its caller (RedisStore::status).
-    core::settle_server_word(actual->standing, actual->state);
-    core::Decision expected = core::inspect(m_state, m_log, now);
-    bool ok = same(m_state.clock, actual->state.clock, "clock") &&
-              same(m_state.server.grant_seq, actual->state.server.grant_seq, "grant seq") &&
-              same(1, m_state.server.budget == actual->state.server.budget, "budget entries") &&
-              same(1, m_state.server.awaited == actual->state.server.awaited, "awaited answers") &&
-              same(expected.budget_until, actual->standing.budget_until, "budget until") &&
-              same_budget(expected.budget, actual->standing.budget) &&
-              same(m_state.log_period, actual->state.log_period, "log period") &&
-              same(static_cast<std::int64_t>(m_state.limits.size()),
+    if (!same(1, actual.has_value(), "stored")) {
+      return false;
+    }
+    const core::KeyState& state = *m_mirror.stored;
+    core::Decision expected = core::inspect(state, m_mirror.log, now);
+    bool ok = same(state.clock, actual->state.clock, "clock") &&
+              same(state.log_period, actual->state.log_period, "log period") &&
+              same(static_cast<std::int64_t>(state.limits.size()),
                    static_cast<std::int64_t>(actual->state.limits.size()), "limits") &&
               same(expected.now, actual->standing.now, "now") &&
               same(expected.allowed, actual->standing.allowed, "allowed") &&
@@ -133,9 +107,9 @@ private:
               same(expected.reset_after, actual->standing.reset_after, "reset_after") &&
               same(static_cast<std::int64_t>(expected.binding),
                    static_cast<std::int64_t>(actual->standing.binding), "binding");
-    for (std::size_t i = 0; ok && i < m_state.limits.size(); ++i) {
-      ok = m_state.limits[i] == actual->state.limits[i] ||
-           same(0, 1, "stored limit and slots differ");
+    for (std::size_t i = 0; ok && i < state.limits.size(); ++i) {
+      ok =
+          state.limits[i] == actual->state.limits[i] || same(0, 1, "stored limit and slots differ");
       ok = ok && same(expected.limits[i].remaining, actual->standing.limits[i].remaining,
                       "limit remaining");
       ok = ok && same(expected.limits[i].retry_after, actual->standing.limits[i].retry_after,
@@ -144,15 +118,12 @@ private:
     return ok;
   }
 
-  store::RedisScript& m_script;
+  store::redis::RedisScript& m_script;
   core::Algorithm m_algorithm;
   std::vector<std::vector<core::Limit>> m_limit_sets;
   std::string m_key;
-  core::KeyState m_state;
-  core::MemoryGrantLog m_log;
+  MemoryKey m_mirror;
   std::vector<Granted> m_grants;
-  std::vector<core::Grant> m_granted; // the core's grants, in order
-  bool m_stored = false;              // the script holds the key
 };
 
 } // namespace
@@ -161,8 +132,8 @@ namespace {
 
 // Every conformance run (conformance.hpp), on `server`.
 void check_conformance(const test::RedisServer& server) {
-  store::RedisConnection connection(server.location(), 2 * core::k_nanos_per_second);
-  store::RedisScript script(connection, "conformance:");
+  store::redis::RedisConnection connection(server.location(), 2 * core::k_nanos_per_second);
+  store::redis::RedisScript script(connection, "conformance:");
   for (const Run& run : runs(k_second)) {
     std::string key =
         fmt::format("{} {}", core::algorithm_name(run.algorithm), run.configuration.name);
@@ -173,27 +144,17 @@ void check_conformance(const test::RedisServer& server) {
     CHECK(conformance.denied > 25);
     CHECK(conformance.given >= 3);
   }
-  int held = 0;
-  for (const Run& run : budget_runs(k_second)) {
-    std::string key =
-        fmt::format("{} {} budget", core::algorithm_name(run.algorithm), run.configuration.name);
-    CAPTURE(key);
-    Conformance conformance(script, run.algorithm, run.limit_sets, key);
-    CHECK(conformance.run(run.configuration.start, run.arrivals));
-    held += conformance.held;
-  }
-  CHECK(held > 20);
 }
 
 } // namespace
 
-TEST_CASE("store::RedisScript decides exactly as core::decide, for every algorithm") {
+TEST_CASE("store::redis::RedisScript decides exactly as core::decide, for every algorithm") {
   RATELIMIT_REDIS_SERVER(server);
   check_conformance(*server);
 }
 
 // The same decisions with the commands and replies carried over TLS (rediss://).
-TEST_CASE("store::RedisScript decides exactly as core::decide over TLS") {
+TEST_CASE("store::redis::RedisScript decides exactly as core::decide over TLS") {
   std::string why;
   auto server = test::RedisServer::start_tls(why);
   if (!server) {
@@ -206,10 +167,10 @@ TEST_CASE("store::RedisScript decides exactly as core::decide over TLS") {
   check_conformance(*server);
 }
 
-TEST_CASE("store::RedisScript agrees with the core on a hand-made token-bucket table") {
+TEST_CASE("store::redis::RedisScript agrees with the core on a hand-made token-bucket table") {
   RATELIMIT_REDIS_SERVER(server);
-  store::RedisConnection connection(server->location(), 2 * core::k_nanos_per_second);
-  store::RedisScript script(connection, "conformance:");
+  store::redis::RedisConnection connection(server->location(), 2 * core::k_nanos_per_second);
+  store::redis::RedisScript script(connection, "conformance:");
   // 2/s burst 2: two at once, a denial, a reservation given back, the clock stepping back.
   std::vector<Arrival> arrivals = {
       {0, 1, false},         {0, 1, false},
@@ -240,10 +201,10 @@ TEST_CASE("store::RedisScript agrees with the core on a hand-made token-bucket t
   CHECK(third.wait == 500'000);
 }
 
-TEST_CASE("store::RedisScript gives back any sliding-log grant, not only the latest") {
+TEST_CASE("store::redis::RedisScript gives back any sliding-log grant, not only the latest") {
   RATELIMIT_REDIS_SERVER(server);
-  store::RedisConnection connection(server->location(), 2 * core::k_nanos_per_second);
-  store::RedisScript script(connection, "conformance:");
+  store::redis::RedisConnection connection(server->location(), 2 * core::k_nanos_per_second);
+  store::redis::RedisScript script(connection, "conformance:");
   std::string key = "sliding-log give back";
   script.reset(key);
   core::Limit three = limit(3, k_second);

@@ -1,10 +1,10 @@
-#include "store/redis_errors.hpp"
+#include "store/redis/redis_errors.hpp"
 
 #include <doctest/doctest.h>
 
-using ratelimit::store::is_unavailable_reply;
+using ratelimit::store::redis::is_unavailable_reply;
 
-TEST_CASE("store::is_unavailable_reply: the replies of a server that cannot serve now") {
+TEST_CASE("store::redis::is_unavailable_reply: the replies of a server that cannot serve now") {
   CHECK(is_unavailable_reply("LOADING Redis is loading the dataset in memory"));
   CHECK(is_unavailable_reply("BUSY Redis is busy running a script. You can only call "
                              "SCRIPT KILL or SHUTDOWN NOSAVE."));
@@ -17,7 +17,7 @@ TEST_CASE("store::is_unavailable_reply: the replies of a server that cannot serv
                              "-LOADING Redis is loading"));
 }
 
-TEST_CASE("store::is_unavailable_reply: refusals and damaged state are not outages") {
+TEST_CASE("store::redis::is_unavailable_reply: refusals and damaged state are not outages") {
   CHECK_FALSE(is_unavailable_reply("WRONGPASS invalid username-password pair"));
   CHECK_FALSE(is_unavailable_reply("NOAUTH Authentication required."));
   CHECK_FALSE(is_unavailable_reply("NOPERM this user has no permissions"));

@@ -1,10 +1,11 @@
-#include "store/redis_keys.hpp"
+#include "store/redis/redis_keys.hpp"
 
 #include <doctest/doctest.h>
 
 using namespace ratelimit::store;
+using namespace ratelimit::store::redis;
 
-TEST_CASE("store::redis_key puts the key in a hash tag under the prefix") {
+TEST_CASE("store::redis::redis_key puts the key in a hash tag under the prefix") {
   CHECK(redis_key("ratelimit:", "api") == "ratelimit:{api}");
   CHECK(redis_key("", "api") == "{api}");
   // One log per key, whatever the periods of its limits.
@@ -20,7 +21,7 @@ TEST_CASE("store::redis_key puts the key in a hash tag under the prefix") {
   CHECK_FALSE(key_of_redis_counters_name("q:", "p:{a}:n"));
 }
 
-TEST_CASE("store::redis_key escapes } and % so that the tag covers the whole key") {
+TEST_CASE("store::redis::redis_key escapes } and % so that the tag covers the whole key") {
   CHECK(redis_key("r:", "a}b") == "r:{a%7Db}");
   CHECK(redis_key("r:", "}") == "r:{%7D}");
   CHECK(redis_key("r:", "50%") == "r:{50%25}");
@@ -28,7 +29,7 @@ TEST_CASE("store::redis_key escapes } and % so that the tag covers the whole key
   CHECK(redis_key("r:", "{x") == "r:{{x}");
 }
 
-TEST_CASE("store::key_of_redis_name inverts redis_key and ignores other names") {
+TEST_CASE("store::redis::key_of_redis_name inverts redis_key and ignores other names") {
   for (const std::string& key :
        std::vector<std::string>{"api", "a}b", "}", "50%", "%7D", "{x", std::string("nul\0byte", 8),
                                 std::string("line\nbreak")}) {
@@ -42,7 +43,7 @@ TEST_CASE("store::key_of_redis_name inverts redis_key and ignores other names") 
   CHECK_FALSE(key_of_redis_name("r:", "r:{a%zzb}"));
 }
 
-TEST_CASE("store::redis_scan_pattern escapes glob characters of the prefix") {
+TEST_CASE("store::redis::redis_scan_pattern escapes glob characters of the prefix") {
   CHECK(redis_scan_pattern("ratelimit:") == "ratelimit:{*");
   CHECK(redis_scan_pattern("a*b?[c]\\") == "a\\*b\\?\\[c\\]\\\\{*");
 }

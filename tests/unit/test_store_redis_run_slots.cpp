@@ -1,9 +1,9 @@
 // The Redis run slots against a redis-server of the tests' own: the cap, arrival order, the
 // hold after the exit, and a holder whose lease ran out.
-#include "store/redis_run_slots.hpp"
+#include "store/redis/redis_run_slots.hpp"
 
 #include "redis_server.hpp"
-#include "store/redis_store.hpp"
+#include "store/redis/redis_store.hpp"
 
 #include <doctest/doctest.h>
 #include <unistd.h>
@@ -18,7 +18,7 @@ constexpr core::Nanos k_second = core::k_nanos_per_second;
 
 TEST_CASE("store::RedisRunSlots caps how many run at once, in arrival order") {
   RATELIMIT_REDIS_SERVER(server);
-  store::RedisStore store(server->location(), "rs1:", k_second);
+  store::redis::RedisStore store(server->location(), "rs1:", k_second);
   std::vector<core::RunCap> caps{{1, 0}};
   auto a = store.run_slots(30 * k_second);
   auto b = store.run_slots(30 * k_second);
@@ -42,7 +42,7 @@ TEST_CASE("store::RedisRunSlots caps how many run at once, in arrival order") {
 
 TEST_CASE("store::RedisRunSlots holds an --until-exit slot for the period after the exit") {
   RATELIMIT_REDIS_SERVER(server);
-  store::RedisStore store(server->location(), "rs2:", k_second);
+  store::redis::RedisStore store(server->location(), "rs2:", k_second);
   std::vector<core::RunCap> caps{{1, 10 * k_second}};
   auto a = store.run_slots(30 * k_second);
   auto b = store.run_slots(30 * k_second);
@@ -57,7 +57,7 @@ TEST_CASE("store::RedisRunSlots holds an --until-exit slot for the period after 
 
 TEST_CASE("store::RedisRunSlots frees the slot of a holder whose lease ran out") {
   RATELIMIT_REDIS_SERVER(server);
-  store::RedisStore store(server->location(), "rs3:", k_second);
+  store::redis::RedisStore store(server->location(), "rs3:", k_second);
   std::vector<core::RunCap> caps{{1, 0}};
   auto a = store.run_slots(k_second);
   auto b = store.run_slots(k_second);
@@ -69,7 +69,7 @@ TEST_CASE("store::RedisRunSlots frees the slot of a holder whose lease ran out")
 
 TEST_CASE("store::RedisRunSlots start nothing while the key is paused, as every other grant") {
   RATELIMIT_REDIS_SERVER(server);
-  store::RedisStore store(server->location(), "rs-pause:", k_second);
+  store::redis::RedisStore store(server->location(), "rs-pause:", k_second);
   std::vector<core::RunCap> caps{{2, 0}};
   store::PauseStanding pause = store.pause("k", 30 * k_second);
   auto a = store.run_slots(30 * k_second);

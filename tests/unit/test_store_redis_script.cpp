@@ -1,7 +1,7 @@
-#include "store/redis_script.hpp"
+#include "store/redis/redis_script.hpp"
 
 #include "redis_server.hpp"
-#include "store/redis_keys.hpp"
+#include "store/redis/redis_keys.hpp"
 
 #include <doctest/doctest.h>
 #include <hiredis/hiredis.h>
@@ -60,73 +60,69 @@ local redis = setmetatable({
 )lua";
 
 struct CheckedScript {
-  store::RedisConnection& connection;
-  std::string source = std::string(k_declared_only) + store::k_redis_script;
+  store::redis::RedisConnection& connection;
+  std::string source = std::string(k_declared_only) + store::redis_script();
 
-  store::RedisReply run(const std::vector<std::string>& keys,
-                        const std::vector<std::string>& arguments) {
+  store::redis::RedisReply run(const std::vector<std::string>& keys,
+                               const std::vector<std::string>& arguments) {
     return connection.run_source(source, keys, arguments);
   }
 };
 
 std::vector<std::string> decide_arguments(const std::string& now, const std::string& algorithm,
                                           bool reserve, bool chosen) {
-  // 1/min burst 1 and 5/h burst 5, periods in microseconds; awaiting its answer a minute.
-  // clang-format off
-  return {"decide", now, algorithm, "1", reserve ? "1" : "0", "-1", chosen ? "1" : "0",
-          "60000000", "2", "1", "60000000", "1", "5", "3600000000", "5"};
-  // clang-format on
+  // 1/min burst 1 and 5/h burst 5, periods in microseconds.
+  return {"decide", now,        algorithm, "1", reserve ? "1" : "0", "-1", chosen ? "1" : "0", "2",
+          "1",      "60000000", "1",       "5", "3600000000",        "5"};
 }
 
-std::int64_t element(const store::RedisReply& reply, std::size_t index) {
+std::int64_t element(const store::redis::RedisReply& reply, std::size_t index) {
   std::int64_t value = 0;
-  REQUIRE(store::reply_integer(reply.at(index), value));
+  REQUIRE(store::redis::reply_integer(reply.at(index), value));
   return value;
 }
 
 } // namespace
 
-TEST_CASE("store::RedisScript touches only the names it declares in KEYS, in every operation") {
+TEST_CASE(
+    "store::redis::RedisScript touches only the names it declares in KEYS, in every operation") {
   RATELIMIT_REDIS_SERVER(server);
-  store::RedisConnection connection(server->location(), 2 * k_second);
+  store::redis::RedisConnection connection(server->location(), 2 * k_second);
   CheckedScript script{connection};
   for (std::string algorithm :
        {"token-bucket", "leaky-bucket", "fixed-window", "sliding-window", "sliding-log"}) {
     INFO(algorithm);
-    std::vector<std::string> keys = store::redis_keys_of("declared:", algorithm);
+    std::vector<std::string> keys = store::redis::redis_keys_of("declared:", algorithm);
     CHECK(element(script.run(keys, decide_arguments("", algorithm, false, true)), 2) == 1);
     CHECK(element(script.run(keys, decide_arguments("", algorithm, false, true)), 2) == 0);
     // Reserved later, then given back.
-    store::RedisReply reserved = script.run(keys, decide_arguments("", algorithm, true, true));
+    store::redis::RedisReply reserved =
+        script.run(keys, decide_arguments("", algorithm, true, true));
     REQUIRE(element(reserved, 2) == 1);
     CHECK_NOTHROW(script.run(
-        keys, {"give_back", "", algorithm, std::to_string(element(reserved, 8)), "1",
-               std::to_string(element(reserved, 20)), "2", "1", "60000000", "1", "5", "3600000000",
-               "5", std::to_string(element(reserved, 13)), std::to_string(element(reserved, 17))}));
+        keys, {"give_back", "", algorithm, std::to_string(element(reserved, 8)), "1", "2", "1",
+               "60000000", "1", "5", "3600000000", "5", std::to_string(element(reserved, 13)),
+               std::to_string(element(reserved, 17))}));
     // Another algorithm, not chosen: the key keeps its own, reading its values.
     std::string other = algorithm == "sliding-log" ? "token-bucket" : "sliding-log";
     CHECK(script.run(keys, decide_arguments("", other, false, false)).text() != "damaged");
     CHECK_NOTHROW(script.run(keys, {"inspect", ""}));
     CHECK_NOTHROW(script.run(keys, {"pause", "", "1000000"}));
     CHECK_NOTHROW(script.run(keys, {"pause_of", ""}));
-    // An answer: a pause, a 429, two standings, a policy.
-    CHECK_NOTHROW(
-        script.run(keys, {"observe", "", "1000000", "1", "-1", "10 5000000 ratelimit-policy\tp\n",
-                          "2", "3", "5000000", "0", "1000000"}));
     // Hours later the state is fresh: another algorithm takes the key, dropping its values.
-    store::RedisReply later = script.run(keys, {"inspect", ""});
+    store::redis::RedisReply later = script.run(keys, {"inspect", ""});
     std::string hours_later = std::to_string(element(later, 3) + 10 * 3'600'000'000LL);
     CHECK(element(script.run(keys, decide_arguments(hours_later, other, false, true)), 2) == 1);
     // Reset: a sliding log (the key is one now but for the sliding log's own pass) names the
     // logs of version 1 it may have, then deletes them with the rest.
-    store::RedisReply reset = script.run(keys, {"reset", ""});
+    store::redis::RedisReply reset = script.run(keys, {"reset", ""});
     CHECK((reset->type == REDIS_REPLY_ARRAY) == (other == "sliding-log"));
     if (reset->type == REDIS_REPLY_ARRAY) {
       CHECK(reset.text_of(reset.at(0)) == "declare");
       CHECK(reset.size() == 3);
       for (std::size_t i = 1; i < reset.size(); ++i) {
         for (std::string& name :
-             store::redis_legacy_log_keys("declared:", algorithm, element(reset, i))) {
+             store::redis::redis_legacy_log_keys("declared:", algorithm, element(reset, i))) {
           keys.push_back(std::move(name));
         }
       }
@@ -136,10 +132,10 @@ TEST_CASE("store::RedisScript touches only the names it declares in KEYS, in eve
   }
 }
 
-TEST_CASE("store::RedisScript's check of the names it touches fails on an undeclared one") {
+TEST_CASE("store::redis::RedisScript's check of the names it touches fails on an undeclared one") {
   RATELIMIT_REDIS_SERVER(server);
-  store::RedisConnection connection(server->location(), 2 * k_second);
-  std::vector<std::string> keys = store::redis_keys_of("undeclared:", "k");
+  store::redis::RedisConnection connection(server->location(), 2 * k_second);
+  std::vector<std::string> keys = store::redis::redis_keys_of("undeclared:", "k");
   std::vector<std::string> arguments;
   std::string made_up = std::string(k_declared_only) + "return redis.call('TYPE', KEYS[1] .. ':x')";
   CHECK_THROWS_WITH_AS(connection.run_source(made_up, keys, arguments),

@@ -1,7 +1,7 @@
-#include "store/redis_sentinel.hpp"
+#include "store/redis/redis_sentinel.hpp"
 
 #include "redis_server.hpp"
-#include "store/redis_connection.hpp"
+#include "store/redis/redis_connection.hpp"
 #include "store/store.hpp"
 
 #include <doctest/doctest.h>
@@ -19,7 +19,7 @@ store::HostPort address_of(const test::RedisServer& server) {
 
 std::string failure_of(const store::RedisLocation& location) {
   try {
-    store::locate_master(location, k_timeout);
+    store::redis::locate_master(location, k_timeout);
   } catch (const store::StoreError& error) {
     return error.what();
   }
@@ -30,7 +30,7 @@ std::string failure_of(const store::RedisLocation& location) {
 } // namespace
 
 // Real sentinels and a failover: tests/integration/test_redis_sentinel.sh.
-TEST_CASE("store::locate_master names the master and each sentinel asked, with why") {
+TEST_CASE("store::redis::locate_master names the master and each sentinel asked, with why") {
   std::string why;
   auto plain = test::RedisServer::start(why);
   auto silent = plain ? test::RedisServer::start(why) : nullptr;
@@ -64,15 +64,15 @@ TEST_CASE("store::locate_master names the master and each sentinel asked, with w
   CHECK(message.find('\n') == std::string::npos);
 }
 
-TEST_CASE("store::RedisConnection through sentinels fails as locate_master does") {
+TEST_CASE("store::redis::RedisConnection through sentinels fails as locate_master does") {
   RATELIMIT_REDIS_SERVER(server);
   store::RedisLocation location;
   location.master_name = "limits";
   location.sentinels = {address_of(*server)};
-  CHECK_THROWS_WITH_AS(store::RedisConnection(location, k_timeout),
+  CHECK_THROWS_WITH_AS(store::redis::RedisConnection(location, k_timeout),
                        doctest::Contains("redis-sentinel: no sentinel gave the address of master "
                                          "\"limits\""),
                        store::StoreError);
-  store::RedisConnection plain(server->location(), k_timeout);
+  store::redis::RedisConnection plain(server->location(), k_timeout);
   CHECK_FALSE(plain.follows_failover());
 }

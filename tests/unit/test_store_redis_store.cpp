@@ -1,8 +1,8 @@
-#include "store/redis_store.hpp"
+#include "store/redis/redis_store.hpp"
 
 #include "redis_server.hpp"
 #include "scoped_env.hpp"
-#include "store/redis_keys.hpp"
+#include "store/redis/redis_keys.hpp"
 #include "util/clock.hpp"
 
 #include <algorithm>
@@ -26,12 +26,12 @@ core::Limit per_second(std::int64_t count) {
 
 // A connection of the test's own, to look at what the store wrote.
 struct Inspector {
-  store::RedisConnection connection;
+  store::redis::RedisConnection connection;
   explicit Inspector(const store::RedisLocation& location) : connection(location, 2 * k_second) {}
 
   std::vector<std::string> keys(const std::string& pattern) {
     std::string call[] = {"KEYS", pattern};
-    store::RedisReply reply = connection.command(call);
+    store::redis::RedisReply reply = connection.command(call);
     std::vector<std::string> names;
     for (std::size_t i = 0; i < reply.size(); ++i) {
       names.emplace_back(reply.at(i).str, reply.at(i).len);
@@ -55,9 +55,9 @@ core::Decision try_once(store::Store& store, std::string_view key, core::Algorit
 
 } // namespace
 
-TEST_CASE("store::RedisStore decides with the server's clock, in nanoseconds") {
+TEST_CASE("store::redis::RedisStore decides with the server's clock, in nanoseconds") {
   RATELIMIT_REDIS_SERVER(server);
-  store::RedisStore store(server->location(), "t1:", k_second);
+  store::redis::RedisStore store(server->location(), "t1:", k_second);
   std::vector<core::Limit> limits{{{3, 2 * k_second}, 3}};
   core::Decision first = try_once(store, "api", core::Algorithm::token_bucket, limits);
   CHECK(first.allowed);
@@ -74,10 +74,10 @@ TEST_CASE("store::RedisStore decides with the server's clock, in nanoseconds") {
   CHECK(std::llabs(store.now() - util::realtime_nanos()) < 5 * k_second);
 }
 
-TEST_CASE("store::RedisStore keeps a key's values under the prefix, in one hash tag") {
+TEST_CASE("store::redis::RedisStore keeps a key's values under the prefix, in one hash tag") {
   RATELIMIT_REDIS_SERVER(server);
   Inspector redis(server->location());
-  store::RedisStore store(server->location(), "t2:", k_second);
+  store::redis::RedisStore store(server->location(), "t2:", k_second);
   try_once(store, "log}key", core::Algorithm::sliding_log,
            {per_second(5), {{20, 60 * k_second}, 20}});
   try_once(store, "bucket", core::Algorithm::token_bucket, {per_second(5)});
@@ -86,10 +86,10 @@ TEST_CASE("store::RedisStore keeps a key's values under the prefix, in one hash 
                                                        "t2:{log%7Dkey}:n", "t2:{log%7Dkey}:t"});
 }
 
-TEST_CASE("store::RedisStore values expire when the state is a fresh key's again") {
+TEST_CASE("store::redis::RedisStore values expire when the state is a fresh key's again") {
   RATELIMIT_REDIS_SERVER(server);
   Inspector redis(server->location());
-  store::RedisStore store(server->location(), "t3:", k_second);
+  store::redis::RedisStore store(server->location(), "t3:", k_second);
   core::Decision decision =
       try_once(store, "k", core::Algorithm::sliding_log, {{{2, 3 * k_second}, 2}});
   REQUIRE(decision.allowed);
@@ -115,9 +115,9 @@ TEST_CASE("store::RedisStore values expire when the state is a fresh key's again
   CHECK(redis.keys("t3:{g}").empty());
 }
 
-TEST_CASE("store::RedisStore gives back a reservation") {
+TEST_CASE("store::redis::RedisStore gives back a reservation") {
   RATELIMIT_REDIS_SERVER(server);
-  store::RedisStore store(server->location(), "t4:", k_second);
+  store::redis::RedisStore store(server->location(), "t4:", k_second);
   std::vector<core::Limit> limits{{{1, 10 * k_second}, 1}};
   REQUIRE(try_once(store, "k", core::Algorithm::token_bucket, limits, true).allowed);
   core::Decision reserved = try_once(store, "k", core::Algorithm::token_bucket, limits, true);
@@ -130,17 +130,17 @@ TEST_CASE("store::RedisStore gives back a reservation") {
   CHECK(after.wait > 8 * k_second);
 }
 
-TEST_CASE("store::RedisStore refuses a key made by another algorithm") {
+TEST_CASE("store::redis::RedisStore refuses a key made by another algorithm") {
   RATELIMIT_REDIS_SERVER(server);
-  store::RedisStore store(server->location(), "t5:", k_second);
+  store::redis::RedisStore store(server->location(), "t5:", k_second);
   try_once(store, "k", core::Algorithm::fixed_window, {per_second(5)});
   CHECK_THROWS_AS(try_once(store, "k", core::Algorithm::token_bucket, {per_second(5)}),
                   store::KeyConflict);
 }
 
-TEST_CASE("store::RedisStore: a call that chooses no algorithm uses the key's own") {
+TEST_CASE("store::redis::RedisStore: a call that chooses no algorithm uses the key's own") {
   RATELIMIT_REDIS_SERVER(server);
-  store::RedisStore store(server->location(), "t5b:", k_second);
+  store::redis::RedisStore store(server->location(), "t5b:", k_second);
   // Per minute: no key may go fresh while the test runs.
   std::vector<core::Limit> limits{{{5, 60 * k_second}, 5}};
   for (core::Algorithm algorithm : core::k_all_algorithms) {
@@ -163,11 +163,11 @@ TEST_CASE("store::RedisStore: a call that chooses no algorithm uses the key's ow
         core::Algorithm::sliding_log);
 }
 
-TEST_CASE("store::RedisStore status and reset work on named keys and on all keys") {
+TEST_CASE("store::redis::RedisStore status and reset work on named keys and on all keys") {
   RATELIMIT_REDIS_SERVER(server);
   Inspector redis(server->location());
-  store::RedisStore store(server->location(), "t6:", k_second);
-  store::RedisStore other(server->location(), "t6other:", k_second);
+  store::redis::RedisStore store(server->location(), "t6:", k_second);
+  store::redis::RedisStore other(server->location(), "t6other:", k_second);
   try_once(store, "b", core::Algorithm::sliding_log, {per_second(5)});
   try_once(store, "a%}", core::Algorithm::token_bucket, {per_second(4), {{10, 60 * k_second}, 7}});
   try_once(other, "c", core::Algorithm::token_bucket, {per_second(5)});
@@ -196,9 +196,10 @@ TEST_CASE("store::RedisStore status and reset work on named keys and on all keys
   CHECK(store.collect_garbage().empty());
 }
 
-TEST_CASE("store::RedisStore status says when a try would be granted, and under which limit") {
+TEST_CASE(
+    "store::redis::RedisStore status says when a try would be granted, and under which limit") {
   RATELIMIT_REDIS_SERVER(server);
-  store::RedisStore store(server->location(), "t8:", k_second);
+  store::redis::RedisStore store(server->location(), "t8:", k_second);
   std::vector<core::Limit> limits{per_second(100), {{2, 60 * k_second}, 2}};
   for (int i = 0; i < 2; ++i) {
     REQUIRE(try_once(store, "k", core::Algorithm::sliding_log, limits).allowed);
@@ -216,10 +217,10 @@ TEST_CASE("store::RedisStore status says when a try would be granted, and under 
   CHECK(standing.limits[1].retry_after == standing.wait);
 }
 
-TEST_CASE("store::RedisStore keeps one log per key, as long as its longest period needs") {
+TEST_CASE("store::redis::RedisStore keeps one log per key, as long as its longest period needs") {
   RATELIMIT_REDIS_SERVER(server);
   Inspector redis(server->location());
-  store::RedisStore store(server->location(), "t9:", k_second);
+  store::redis::RedisStore store(server->location(), "t9:", k_second);
   std::vector<core::Limit> both{per_second(5), {{2, 60 * k_second}, 2}};
   std::vector<core::Limit> second_only{per_second(5)};
   REQUIRE(try_once(store, "k", core::Algorithm::sliding_log, both).allowed);
@@ -241,10 +242,10 @@ TEST_CASE("store::RedisStore keeps one log per key, as long as its longest perio
   CHECK(denied.binding == 1);
 }
 
-TEST_CASE("store::RedisStore counts requests and waits in a hash of the key's own") {
+TEST_CASE("store::redis::RedisStore counts requests and waits in a hash of the key's own") {
   RATELIMIT_REDIS_SERVER(server);
   Inspector redis(server->location());
-  store::RedisStore store(server->location(), "t10:", k_second);
+  store::redis::RedisStore store(server->location(), "t10:", k_second);
   std::vector<core::Limit> limits{{{2, 60 * k_second}, 2}};
   REQUIRE(try_once(store, "k", core::Algorithm::token_bucket, limits).allowed);
   REQUIRE(try_once(store, "k", core::Algorithm::token_bucket, limits).allowed);
@@ -253,7 +254,7 @@ TEST_CASE("store::RedisStore counts requests and waits in a hash of the key's ow
   REQUIRE(reserved.allowed);
   std::int64_t waited_us = reserved.wait / core::k_nanos_per_micro;
   CHECK(waited_us > 20'000'000);
-  std::vector<store::NamedCounters> counters = store.counters();
+  std::vector<store::NamedCounters> counters = store.counters({});
   REQUIRE(counters.size() == 1);
   CHECK(counters[0].key == "k");
   CHECK(counters[0].counters == store::KeyCounters{3, 1, waited_us});
@@ -268,19 +269,39 @@ TEST_CASE("store::RedisStore counts requests and waits in a hash of the key's ow
   std::string drop_state[] = {"DEL", "t10:{k}"};
   redis.connection.command(drop_state);
   CHECK(store.status(key).empty());
-  REQUIRE(store.counters().size() == 1);
+  REQUIRE(store.counters({}).size() == 1);
   REQUIRE(try_once(store, "k", core::Algorithm::token_bucket, {{{1, 60 * k_second}, 1}}).allowed);
-  CHECK(store.counters()[0].counters == store::KeyCounters{4, 1, waited_us});
+  CHECK(store.counters({})[0].counters == store::KeyCounters{4, 1, waited_us});
   // reset forgets them; a key with counters alone counts as one that existed.
   CHECK(store.reset(key, false) == 1);
-  CHECK(store.counters().empty());
+  CHECK(store.counters({}).empty());
   CHECK(redis.keys("t10:*").empty());
 }
 
-TEST_CASE("store::RedisStore: counters of another type are damaged state") {
+TEST_CASE(
+    "store::redis::RedisStore adds requests decided outside decide, and lists the counters asked") {
   RATELIMIT_REDIS_SERVER(server);
   Inspector redis(server->location());
-  store::RedisStore store(server->location(), "t11:", k_second);
+  store::redis::RedisStore store(server->location(), "t11:", k_second);
+  store.add_to_counters("jobs", true, 0);
+  store.add_to_counters("jobs", true, 2 * k_second);
+  store.add_to_counters("jobs", false, 5 * k_second); // a refusal waited for nothing
+  std::string asked[] = {"unknown", "jobs"};
+  std::vector<store::NamedCounters> counters = store.counters(asked);
+  REQUIRE(counters.size() == 1);
+  CHECK(counters[0].key == "jobs");
+  CHECK(counters[0].counters == store::KeyCounters{2, 1, 2'000'000});
+  CHECK(store.status(asked).empty());
+  CHECK(redis.pttl("t11:{jobs}:n") > 31LL * 24 * 3600 * 1000 - 60'000);
+  std::string damage[] = {"SET", "t11:{bad}:n", "x"};
+  redis.connection.command(damage);
+  CHECK_THROWS_AS(store.add_to_counters("bad", true, 0), store::DamagedState);
+}
+
+TEST_CASE("store::redis::RedisStore: counters of another type are damaged state") {
+  RATELIMIT_REDIS_SERVER(server);
+  Inspector redis(server->location());
+  store::redis::RedisStore store(server->location(), "t11:", k_second);
   std::string set[] = {"SET", "t11:{k}:n", "x"};
   redis.connection.command(set);
   CHECK_THROWS_AS(try_once(store, "k", core::Algorithm::token_bucket, {per_second(5)}),
@@ -290,9 +311,9 @@ TEST_CASE("store::RedisStore: counters of another type are damaged state") {
   CHECK(try_once(store, "k", core::Algorithm::token_bucket, {per_second(5)}).allowed);
 }
 
-TEST_CASE("store::RedisStore rounds periods up to a whole microsecond") {
+TEST_CASE("store::redis::RedisStore rounds periods up to a whole microsecond") {
   RATELIMIT_REDIS_SERVER(server);
-  store::RedisStore store(server->location(), "t7:", k_second);
+  store::redis::RedisStore store(server->location(), "t7:", k_second);
   try_once(store, "k", core::Algorithm::fixed_window, {{{1, 60 * k_second + 1'500}, 1}});
   std::string key[] = {"k"};
   auto status = store.status(key);
@@ -321,7 +342,7 @@ TEST_CASE("test::redis_required by RATELIMIT_REQUIRE_REDIS=1, as scripts/test se
   }
 }
 
-TEST_CASE("store::RedisStore fails with StoreError when the server is down or silent") {
+TEST_CASE("store::redis::RedisStore fails with StoreError when the server is down or silent") {
   std::string why;
   auto server = test::RedisServer::start(why);
   if (!server) {
@@ -333,7 +354,7 @@ TEST_CASE("store::RedisStore fails with StoreError when the server is down or si
   }
   store::RedisLocation location = server->location();
   {
-    store::RedisStore store(location, "t8:", 300 * core::k_nanos_per_milli);
+    store::redis::RedisStore store(location, "t8:", 300 * core::k_nanos_per_milli);
     server->pause();
     std::int64_t started = util::monotonic_nanos();
     CHECK_THROWS_WITH_AS(try_once(store, "k", core::Algorithm::token_bucket, {per_second(1)}),
@@ -344,11 +365,11 @@ TEST_CASE("store::RedisStore fails with StoreError when the server is down or si
     server->resume();
   }
   server.reset(); // stopped: nothing listens on the port any more
-  CHECK_THROWS_WITH_AS(store::RedisStore(location, "t8:", k_second),
+  CHECK_THROWS_WITH_AS(store::redis::RedisStore(location, "t8:", k_second),
                        doctest::Contains("cannot connect: connection refused"), store::StoreError);
 }
 
-TEST_CASE("store::RedisStore follows Redis Cluster redirections to the key's node") {
+TEST_CASE("store::redis::RedisStore follows Redis Cluster redirections to the key's node") {
   std::string why;
   auto cluster = test::RedisServer::start_cluster(why, 2);
   if (cluster.empty()) {
@@ -359,10 +380,10 @@ TEST_CASE("store::RedisStore follows Redis Cluster redirections to the key's nod
     return;
   }
   const auto& first = cluster[0];
-  store::RedisConnection a(cluster[0]->location(), 2 * k_second);
-  store::RedisConnection b(cluster[1]->location(), 2 * k_second);
+  store::redis::RedisConnection a(cluster[0]->location(), 2 * k_second);
+  store::redis::RedisConnection b(cluster[1]->location(), 2 * k_second);
 
-  store::RedisStore store(first->location(), "c:", 2 * k_second);
+  store::redis::RedisStore store(first->location(), "c:", 2 * k_second);
   for (std::string key : {"alpha", "beta", "gamma", "delta", "epsilon", "zeta"}) {
     INFO(key);
     // Periods long enough that a slow, sanitized round trip through the redirection
@@ -379,10 +400,11 @@ TEST_CASE("store::RedisStore follows Redis Cluster redirections to the key's nod
   CHECK(on_b > 0);
 }
 
-TEST_CASE("store::RedisStore resets the per-limit logs of version 1, declared to the script") {
+TEST_CASE(
+    "store::redis::RedisStore resets the per-limit logs of version 1, declared to the script") {
   RATELIMIT_REDIS_SERVER(server);
   Inspector redis(server->location());
-  store::RedisStore store(server->location(), "t13:", k_second);
+  store::redis::RedisStore store(server->location(), "t13:", k_second);
   std::vector<core::Limit> limits{per_second(5), {{20, 60 * k_second}, 20}};
   REQUIRE(try_once(store, "k", core::Algorithm::sliding_log, limits).allowed);
   // The logs version 1 kept per limit, by period in microseconds.

@@ -3,7 +3,7 @@
 #include "conformance.hpp"
 #include "core/bounds.hpp"
 #include "core/decide.hpp"
-#include "store/sqlite_store.hpp"
+#include "store/sqlite/sqlite_store.hpp"
 #include "temporary_database.hpp"
 
 #include <cstdlib>
@@ -34,10 +34,10 @@ constexpr core::Nanos k_second = core::k_nanos_per_second;
 // after the time of the collection.
 class Conformance : private Comparison {
 public:
-  Conformance(store::SqliteStore& store, core::Nanos& clock, core::Algorithm algorithm,
+  Conformance(store::sqlite::SqliteStore& store, core::Nanos& clock, core::Algorithm algorithm,
               std::vector<std::vector<core::Limit>> limit_sets, std::string key)
       : m_store(store), m_clock(clock), m_algorithm(algorithm), m_limit_sets(std::move(limit_sets)),
-        m_key(std::move(key)), m_state{algorithm, 0, {}} {
+        m_key(std::move(key)) {
     m_side = "sqlite";
     std::vector<std::string> keys{m_key};
     m_store.reset(keys, false);
@@ -53,8 +53,7 @@ public:
   bool run(core::Nanos start, const std::vector<Arrival>& arrivals) {
     core::Nanos now = start;
     std::optional<core::Nanos> collected_at;
-    core::KeyState before_collection{m_algorithm, 0, {}};
-    core::MemoryGrantLog log_before_collection;
+    MemoryKey before_collection;
     for (std::size_t i = 0; i < arrivals.size(); ++i) {
       const Arrival& arrival = arrivals[i];
       now += arrival.advance;
@@ -67,10 +66,7 @@ public:
         Granted& granted = m_grants[arrival.give_back];
         granted.given_back = true;
         const std::vector<core::Limit>& granted_limits = m_limit_sets[granted.limit_set];
-        // The store gives back nothing to a key it no longer holds.
-        if (!m_state.limits.empty()) {
-          core::give_back(m_state, granted_limits, m_log, now, granted.core);
-        }
+        m_mirror.give_back(m_algorithm, granted_limits, granted.core, now);
         m_store.give_back(m_key, m_algorithm, granted_limits, granted.store);
         ++given;
         collected_at.reset(); // the states differ from here on, by what was given back
@@ -82,19 +78,18 @@ public:
       // fresh, as after a long pause between arrivals; the decision below must not mind.
       if (i % 7 == 3) {
         m_store.collect_garbage();
-        if (!forgotten(now, before_collection, log_before_collection, collected_at)) {
+        if (!forgotten(now, before_collection, collected_at)) {
           return false;
         }
       }
       core::Request request = request_of(arrival, now);
       if (collected_at && now >= *collected_at) {
         // The collection changed no decision: the state it forgot decides the same.
-        core::KeyState old = before_collection;
-        forget_if_fresh(old, log_before_collection, limits, now);
-        core::Decision kept = core::decide(old, limits, log_before_collection, request);
-        core::KeyState renewed = m_state;
-        core::MemoryGrantLog renewed_log = m_log;
-        core::Decision fresh = core::decide(renewed, limits, renewed_log, request);
+        core::KeyCall call{m_algorithm, true, limits, request};
+        MemoryKey kept_key = before_collection;
+        core::Decision kept = kept_key.decide(call).decision;
+        MemoryKey renewed = m_mirror;
+        core::Decision fresh = renewed.decide(call).decision;
         if (!same(kept.allowed, fresh.allowed, "collected key allowed") ||
             !same(kept.wait, fresh.wait, "collected key wait") ||
             !same(kept.remaining, fresh.remaining, "collected key remaining")) {
@@ -102,12 +97,7 @@ public:
         }
       }
       collected_at.reset();
-      forget_if_fresh(m_state, m_log, limits, now);
-      core::KeyState trial = m_state;
-      core::Decision expected = core::decide(trial, limits, m_log, request);
-      if (expected.allowed || (stored() && trial.limits != m_state.limits)) {
-        m_state = trial;
-      }
+      core::Decision expected = m_mirror.decide({m_algorithm, true, limits, request}).decision;
       core::Decision actual = m_store.decide(m_key, m_algorithm, true, limits, request);
       if (!same_decision(expected, actual)) {
         return false;
@@ -123,7 +113,7 @@ public:
         // collection inside `decide` rarely finds this key fresh just after its decision.
         m_store.collect_garbage();
       }
-      if (!forgotten(now, before_collection, log_before_collection, collected_at)) {
+      if (!forgotten(now, before_collection, collected_at)) {
         return false;
       }
       if (i % 5 == 4 && !same_standing(now + arrival.advance / 2)) {
@@ -134,51 +124,32 @@ public:
   }
 
 private:
-  // Whether the store holds the key: its limits, or what a server said.
-  bool stored() {
-    std::vector<std::string> keys{m_key};
-    return !m_store.status(keys).empty();
-  }
-
   // An answer observed on both sides at `now`; the budget after it compared. False on a
   // disagreement (reported).
   bool observe(core::Nanos now, const Arrival& arrival) {
     core::Observation observation = observation_of(arrival, m_granted);
-    core::observe(m_state, now, observation);
-    core::forget_ended(m_state.server, m_state.clock);
+    core::KeyOutcome expected = m_mirror.observe(now, observation);
     store::PauseStanding actual = m_store.observe(m_key, observation);
-    return same(m_state.clock, actual.now, "observed at") &&
-           same_budget(core::budget_standing(m_state.server, m_state.clock), actual.budget);
+    return same(expected.decision.now, actual.now, "observed at") &&
+           same_budget(expected.decision.budget, actual.budget);
   }
 
   // When the store no longer holds the key that the mirror holds, the key was collected (by
   // `gc`, or by a decision): its state must have been fresh at `now`. The mirror then goes
   // on from a new key, keeping what it forgot to check that it decides the same. False on
   // a disagreement (reported).
-  bool forgotten(core::Nanos now, core::KeyState& before_collection,
-                 core::MemoryGrantLog& log_before_collection,
+  bool forgotten(core::Nanos now, MemoryKey& before_collection,
                  std::optional<core::Nanos>& collected_at) {
-    if (m_state.limits.empty()) {
-      // A key that held only what a server said, gone once that ended: a new key.
-      if (!stored()) {
-        if (!same(0, core::holds_server_word(m_state, now), "collected word had ended")) {
-          return false;
-        }
-        m_state = core::KeyState{m_algorithm, 0, {}};
-      }
+    std::vector<std::string> keys{m_key};
+    if (!m_mirror.stored || !m_store.status(keys).empty()) {
       return true;
     }
-    if (stored()) {
-      return true;
-    }
-    if (!same(1, core::is_fresh(m_state, m_log, now), "collected key was fresh")) {
+    if (!same(1, m_mirror.fresh(now), "collected key was fresh")) {
       return false;
     }
-    before_collection = m_state;
-    log_before_collection = m_log;
+    before_collection = m_mirror;
     collected_at = now;
-    m_state = core::KeyState{m_algorithm, 0, {}};
-    m_log = core::MemoryGrantLog{};
+    m_mirror = MemoryKey{};
     ++collected;
     return true;
   }
@@ -196,22 +167,23 @@ private:
     m_clock = now;
     std::vector<std::string> keys{m_key};
     std::vector<store::KeyStatus> actual = m_store.status(keys);
-    if (m_state.limits.empty() && actual.empty()) {
-      return true; // a new key, or one that holds only what a server said, collected
+    if (!m_mirror.stored) {
+      return same(0, static_cast<std::int64_t>(actual.size()), "stored");
     }
     if (!same(1, static_cast<std::int64_t>(actual.size()), "stored")) {
       return false;
     }
     const store::KeyStatus& got = actual.front();
-    core::Decision expected = core::inspect(m_state, m_log, now);
-    bool ok = same(m_state.clock, got.state.clock, "clock") &&
-              same(m_state.server.grant_seq, got.state.server.grant_seq, "grant seq") &&
-              same(1, m_state.server.budget == got.state.server.budget, "budget entries") &&
-              same(1, m_state.server.awaited == got.state.server.awaited, "awaited answers") &&
+    const core::KeyState& state = *m_mirror.stored;
+    core::Decision expected = core::inspect(state, m_mirror.log, now);
+    bool ok = same(state.clock, got.state.clock, "clock") &&
+              same(state.server.grant_seq, got.state.server.grant_seq, "grant seq") &&
+              same(1, state.server.budget == got.state.server.budget, "budget entries") &&
+              same(1, state.server.awaited == got.state.server.awaited, "awaited answers") &&
               same(expected.budget_until, got.standing.budget_until, "budget until") &&
               same_budget(expected.budget, got.standing.budget) &&
-              same(m_state.log_period, got.state.log_period, "log period") &&
-              same(static_cast<std::int64_t>(m_state.limits.size()),
+              same(state.log_period, got.state.log_period, "log period") &&
+              same(static_cast<std::int64_t>(state.limits.size()),
                    static_cast<std::int64_t>(got.state.limits.size()), "limits") &&
               same(expected.now, got.standing.now, "now") &&
               same(expected.allowed, got.standing.allowed, "allowed") &&
@@ -220,32 +192,31 @@ private:
               same(expected.reset_after, got.standing.reset_after, "reset_after") &&
               same(static_cast<std::int64_t>(expected.binding),
                    static_cast<std::int64_t>(got.standing.binding), "binding");
-    for (std::size_t i = 0; ok && i < m_state.limits.size(); ++i) {
-      ok = m_state.limits[i] == got.state.limits[i] || same(0, 1, "stored limit and slots differ");
+    for (std::size_t i = 0; ok && i < state.limits.size(); ++i) {
+      ok = state.limits[i] == got.state.limits[i] || same(0, 1, "stored limit and slots differ");
       ok = ok &&
            same(expected.limits[i].remaining, got.standing.limits[i].remaining, "limit remaining");
     }
     return ok;
   }
 
-  store::SqliteStore& m_store;
+  store::sqlite::SqliteStore& m_store;
   core::Nanos& m_clock;
   core::Algorithm m_algorithm;
   std::vector<std::vector<core::Limit>> m_limit_sets;
   std::string m_key;
-  core::KeyState m_state;
-  core::MemoryGrantLog m_log;
+  MemoryKey m_mirror;
   std::vector<Granted> m_grants;
   std::vector<core::Grant> m_granted; // the core's grants, in order
 };
 
 } // namespace
 
-TEST_CASE("store::SqliteStore decides exactly as core::decide, for every algorithm") {
+TEST_CASE("store::sqlite::SqliteStore decides exactly as core::decide, for every algorithm") {
   TemporaryDatabase database;
   core::Nanos clock = 0;
-  store::SqliteStore store(database.path(), 2 * k_second, store::Creation::if_missing,
-                           [&clock] { return clock; });
+  store::sqlite::SqliteStore store(database.path(), 2 * k_second, store::Creation::if_missing,
+                                   [&clock] { return clock; });
   int collected = 0;
   for (const Run& run : runs(k_second)) {
     if (run.configuration.start > core::k_max_time / 2) {
@@ -264,12 +235,12 @@ TEST_CASE("store::SqliteStore decides exactly as core::decide, for every algorit
   CHECK(collected > 0);
 }
 
-TEST_CASE("store::SqliteStore decides as core::decide with what servers said, for every "
-          "algorithm") {
+TEST_CASE("store::sqlite::SqliteStore decides as core::decide with what servers said, for "
+          "every algorithm") {
   TemporaryDatabase database;
   core::Nanos clock = 0;
-  store::SqliteStore store(database.path(), 2 * k_second, store::Creation::if_missing,
-                           [&clock] { return clock; });
+  store::sqlite::SqliteStore store(database.path(), 2 * k_second, store::Creation::if_missing,
+                                   [&clock] { return clock; });
   int held = 0;
   for (const Run& run : budget_runs(k_second)) {
     std::string key =
@@ -285,11 +256,11 @@ TEST_CASE("store::SqliteStore decides as core::decide with what servers said, fo
   CHECK(held > 20);
 }
 
-TEST_CASE("store::SqliteStore collects a key exactly when the core says it is fresh") {
+TEST_CASE("store::sqlite::SqliteStore collects a key exactly when the core says it is fresh") {
   TemporaryDatabase database;
   core::Nanos clock = 1'700'000'000 * k_second;
-  store::SqliteStore store(database.path(), 2 * k_second, store::Creation::if_missing,
-                           [&clock] { return clock; });
+  store::sqlite::SqliteStore store(database.path(), 2 * k_second, store::Creation::if_missing,
+                                   [&clock] { return clock; });
   for (core::Algorithm algorithm : core::k_all_algorithms) {
     std::string key = fmt::format("expiry {}", core::algorithm_name(algorithm));
     CAPTURE(key);
@@ -326,11 +297,11 @@ TEST_CASE("store::SqliteStore collects a key exactly when the core says it is fr
   }
 }
 
-TEST_CASE("store::SqliteStore: a call that chooses no algorithm uses the key's own") {
+TEST_CASE("store::sqlite::SqliteStore: a call that chooses no algorithm uses the key's own") {
   TemporaryDatabase database;
   core::Nanos clock = 1'700'000'000 * k_second;
-  store::SqliteStore store(database.path(), 2 * k_second, store::Creation::if_missing,
-                           [&clock] { return clock; });
+  store::sqlite::SqliteStore store(database.path(), 2 * k_second, store::Creation::if_missing,
+                                   [&clock] { return clock; });
   std::vector<core::Limit> limits{limit(3, k_second, 3)};
   core::Request request{clock, 1, false, k_no_limit};
   for (core::Algorithm algorithm : core::k_all_algorithms) {

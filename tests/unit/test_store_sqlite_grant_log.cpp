@@ -1,5 +1,5 @@
-#include "store/sqlite_database.hpp"
-#include "store/sqlite_grant_log.hpp"
+#include "store/sqlite/sqlite_database.hpp"
+#include "store/sqlite/sqlite_grant_log.hpp"
 
 #include <cstdlib>
 #include <doctest/doctest.h>
@@ -7,8 +7,9 @@
 #include <string>
 
 using ratelimit::core::Nanos;
-using ratelimit::store::SqliteDatabase;
-using ratelimit::store::SqliteGrantLog;
+using ratelimit::store::sqlite::GrantLogStatements;
+using ratelimit::store::sqlite::SqliteDatabase;
+using ratelimit::store::sqlite::SqliteGrantLog;
 
 namespace {
 
@@ -51,7 +52,8 @@ long long steps_of_a_decision(std::int64_t entries) {
   ScratchDatabase database;
   sqlite3* db = (*database).handle();
   (*database).execute("BEGIN");
-  SqliteGrantLog log(db, 1);
+  GrantLogStatements statements(db);
+  SqliteGrantLog log(statements, 1);
   for (std::int64_t i = 1; i <= entries; ++i) {
     log.append(k_t0 + i, i);
   }
@@ -70,7 +72,8 @@ long long steps_of_a_decision(std::int64_t entries) {
 
 } // namespace
 
-TEST_CASE("store::SqliteGrantLog answers in index seeks: a long log costs what a short does") {
+TEST_CASE(
+    "store::sqlite::SqliteGrantLog answers in index seeks: a long log costs what a short does") {
   long long short_log = steps_of_a_decision(10);
   long long long_log = steps_of_a_decision(100'000);
   INFO("steps with 10 entries: " << short_log << ", with 100000: " << long_log);

@@ -1,5 +1,5 @@
 // The pause of a SqliteStore as a waiter that wakes sees it: serialised with `pause`.
-#include "store/sqlite_store.hpp"
+#include "store/sqlite/sqlite_store.hpp"
 
 #include "temporary_database.hpp"
 #include "util/clock.hpp"
@@ -23,14 +23,15 @@ constexpr Nanos k_second = core::k_nanos_per_second;
 // pausing process stalls between reading its clock and committing (a slow disk, a loaded
 // machine, a SIGSTOP) while a waiter on another connection checks the key: it must wait for
 // the commit and find the pause, not read the snapshot from before it.
-TEST_CASE("store::SqliteStore::pause_of sees a pause that read its clock before the check") {
+TEST_CASE(
+    "store::sqlite::SqliteStore::pause_of sees a pause that read its clock before the check") {
   test::TemporaryDatabase file;
-  store::SqliteStore waiter(file.path(), 10 * k_second);
+  store::sqlite::SqliteStore waiter(file.path(), 10 * k_second);
   std::atomic<bool> armed = false;
   std::atomic<Nanos> checked_at = 0;
   store::PauseStanding seen;
   std::thread check;
-  store::SqliteStore pausing(file.path(), 10 * k_second, store::Creation::if_missing, [&] {
+  store::sqlite::SqliteStore pausing(file.path(), 10 * k_second, store::Creation::if_missing, [&] {
     Nanos now = util::realtime_nanos();
     if (armed.exchange(false)) {
       // The pause's start is `now`: a waiter that checks from here on is inside the pause.
@@ -52,11 +53,11 @@ TEST_CASE("store::SqliteStore::pause_of sees a pause that read its clock before 
   CHECK(seen.now >= pause.now);
 }
 
-TEST_CASE("store::SqliteStore::pause_of: no pause, a pause, a pause that ended") {
+TEST_CASE("store::sqlite::SqliteStore::pause_of: no pause, a pause, a pause that ended") {
   test::TemporaryDatabase file;
   Nanos now = 1'700'000'000 * k_second;
-  store::SqliteStore db(file.path(), 10 * k_second, store::Creation::if_missing,
-                        [&] { return now; });
+  store::sqlite::SqliteStore db(file.path(), 10 * k_second, store::Creation::if_missing,
+                                [&] { return now; });
   CHECK(db.pause_of("k").paused_until == 0);
   CHECK(db.pause("k", 2 * k_second).paused_until == now + 2 * k_second);
   now += k_second;

@@ -1,8 +1,8 @@
 // The SQLite run slots with a fake clock: several places on one database in one process
 // (each with a liveness file of its own, so each looks alive to the others).
-#include "store/sqlite_run_slots.hpp"
+#include "store/sqlite/sqlite_run_slots.hpp"
 
-#include "store/sqlite_store.hpp"
+#include "store/sqlite/sqlite_store.hpp"
 
 #include <cstdlib>
 #include <doctest/doctest.h>
@@ -23,22 +23,22 @@ public:
     std::string pattern = (std::filesystem::temp_directory_path() / "ratelimit-unit.XXXXXX");
     REQUIRE(::mkdtemp(pattern.data()) != nullptr);
     m_directory = pattern;
-    m_store = std::make_unique<store::SqliteStore>(
+    m_store = std::make_unique<store::sqlite::SqliteStore>(
         m_directory + "/test.db", 10 * k_s, store::Creation::if_missing, [this] { return now; });
   }
   ~ScratchStore() {
     m_store.reset();
     std::filesystem::remove_all(m_directory);
   }
-  store::SqliteStore& operator*() { return *m_store; }
-  store::SqliteStore* operator->() { return m_store.get(); }
+  store::sqlite::SqliteStore& operator*() { return *m_store; }
+  store::sqlite::SqliteStore* operator->() { return m_store.get(); }
   const std::string& directory() const { return m_directory; }
 
   Nanos now = k_t0;
 
 private:
   std::string m_directory;
-  std::unique_ptr<store::SqliteStore> m_store;
+  std::unique_ptr<store::sqlite::SqliteStore> m_store;
 };
 
 } // namespace
@@ -116,7 +116,7 @@ TEST_CASE("store::SqliteRunSlots removes a waiter whose liveness file is unlocke
   CHECK(db->run_entries({}).size() == 1);
 }
 
-TEST_CASE("store::SqliteStore::reset frees a key's run slots") {
+TEST_CASE("store::sqlite::SqliteStore::reset frees a key's run slots") {
   ScratchStore db;
   std::vector<core::RunCap> caps{{1, 0}};
   auto a = db->run_slots(0);
@@ -130,7 +130,7 @@ TEST_CASE("store::SqliteStore::reset frees a key's run slots") {
   a->finish();
 }
 
-TEST_CASE("store::SqliteStore::collect_garbage forgets the commands that hold nothing") {
+TEST_CASE("store::sqlite::SqliteStore::collect_garbage forgets the commands that hold nothing") {
   ScratchStore db;
   auto rows = [&] {
     sqlite3* handle = nullptr;

@@ -1,4 +1,4 @@
-#include "store/tls_session_cache.hpp"
+#include "store/tls/tls_session_cache.hpp"
 
 #include "temporary_database.hpp"
 
@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 using namespace ratelimit;
-using store::CacheEntryCheck;
-using store::TlsSessionIdentity;
+using store::tls::CacheEntryCheck;
+using store::tls::TlsSessionIdentity;
 
 namespace {
 
@@ -34,18 +34,18 @@ void write(const std::filesystem::path& file, const std::string& content, mode_t
 
 } // namespace
 
-TEST_CASE("store::session_file_name names the host and port, and hashes the whole identity") {
-  std::string name = store::session_file_name(identity());
+TEST_CASE("store::tls::session_file_name names the host and port, and hashes the whole identity") {
+  std::string name = store::tls::session_file_name(identity());
   CHECK(name.starts_with("redis.example.com-6380-"));
   CHECK(name.ends_with(".tls"));
   CHECK(name.size() == std::string("redis.example.com-6380-").size() + 16 + 4);
-  CHECK(store::session_file_name(identity()) == name);
+  CHECK(store::tls::session_file_name(identity()) == name);
   // Each part of the identity makes another file: a session is never offered to another
   // server, by another name, trusted through another CA, or with another client identity.
   auto differs = [&](auto change) {
     TlsSessionIdentity other = identity();
     change(other);
-    return store::session_file_name(other) != name;
+    return store::tls::session_file_name(other) != name;
   };
   CHECK(differs([](TlsSessionIdentity& i) { i.host = "other.example.com"; }));
   CHECK(differs([](TlsSessionIdentity& i) { i.port = 6381; }));
@@ -54,84 +54,93 @@ TEST_CASE("store::session_file_name names the host and port, and hashes the whol
   CHECK(differs([](TlsSessionIdentity& i) { i.cert = "1:3:100:4"; }));
   CHECK(differs([](TlsSessionIdentity& i) { i.key = "1:4:100:4"; }));
   // Only safe characters from the host: an IPv6 address, or a name with a slash.
-  CHECK(store::session_file_name({"::1", 6379, "", "-", "-", "-"}).starts_with("__1-6379-"));
-  CHECK(store::session_file_name({"a/../b", 1, "", "-", "-", "-"}).starts_with("a_.._b-1-"));
+  CHECK(store::tls::session_file_name({"::1", 6379, "", "-", "-", "-"}).starts_with("__1-6379-"));
+  CHECK(store::tls::session_file_name({"a/../b", 1, "", "-", "-", "-"}).starts_with("a_.._b-1-"));
 }
 
-TEST_CASE("store::identity_text holds every field, and refuses control characters") {
-  CHECK(store::identity_text(identity()) ==
+TEST_CASE("store::tls::identity_text holds every field, and refuses control characters") {
+  CHECK(store::tls::identity_text(identity()) ==
         "port=6380\tca=1:2:300:4\tcert=-\tkey=-\thost=redis.example.com\tsni=redis.example.com");
   TlsSessionIdentity odd = identity();
   odd.host = "a\nb";
-  CHECK_FALSE(store::identity_text(odd));
+  CHECK_FALSE(store::tls::identity_text(odd));
   odd.host = "a\tsni=b";
-  CHECK_FALSE(store::identity_text(odd));
+  CHECK_FALSE(store::tls::identity_text(odd));
 }
 
-TEST_CASE("store::file_stamp changes when the file is replaced or changed") {
+TEST_CASE("store::tls::file_stamp changes when the file is replaced or changed") {
   test::TemporaryDirectory directory;
   std::filesystem::path file = directory.path / "ca.pem";
-  CHECK(store::file_stamp("") == "-");
-  CHECK(store::file_stamp(file) == "-");
+  CHECK(store::tls::file_stamp("") == "-");
+  CHECK(store::tls::file_stamp(file) == "-");
   write(file, "one", 0644);
-  std::string first = store::file_stamp(file);
+  std::string first = store::tls::file_stamp(file);
   CHECK(first != "-");
-  CHECK(store::file_stamp(file) == first);
+  CHECK(store::tls::file_stamp(file) == first);
   std::filesystem::path replacement = directory.path / "new.pem";
   write(replacement, "two", 0644);
   std::filesystem::rename(replacement, file);
-  CHECK(store::file_stamp(file) != first);
+  CHECK(store::tls::file_stamp(file) != first);
 }
 
-TEST_CASE("store::check_cache_file takes a regular file of the user's, closed to others") {
-  CHECK(store::check_cache_file(facts(S_IFREG | 0600, 1000), 1000) == CacheEntryCheck::usable);
-  CHECK(store::check_cache_file(facts(S_IFREG | 0400, 1000), 1000) == CacheEntryCheck::usable);
-  CHECK(store::check_cache_file(facts(S_IFREG | 0600, 1001), 1000) == CacheEntryCheck::other_owner);
-  CHECK(store::check_cache_file(facts(S_IFREG | 0600, 0), 1000) == CacheEntryCheck::other_owner);
-  CHECK(store::check_cache_file(facts(S_IFREG | 0640, 1000), 1000) ==
-        CacheEntryCheck::open_to_others);
-  CHECK(store::check_cache_file(facts(S_IFREG | 0604, 1000), 1000) ==
-        CacheEntryCheck::open_to_others);
-  CHECK(store::check_cache_file(facts(S_IFREG | 0610, 1000), 1000) ==
-        CacheEntryCheck::open_to_others);
-  CHECK(store::check_cache_file(facts(S_IFLNK | 0777, 1000), 1000) == CacheEntryCheck::wrong_type);
-  CHECK(store::check_cache_file(facts(S_IFIFO | 0600, 1000), 1000) == CacheEntryCheck::wrong_type);
-  CHECK(store::check_cache_file(facts(S_IFDIR | 0700, 1000), 1000) == CacheEntryCheck::wrong_type);
-}
-
-TEST_CASE("store::check_cache_directory takes a directory of the user's that others cannot "
-          "write in") {
-  CHECK(store::check_cache_directory(facts(S_IFDIR | 0700, 1000), 1000) == CacheEntryCheck::usable);
-  CHECK(store::check_cache_directory(facts(S_IFDIR | 0755, 1000), 1000) == CacheEntryCheck::usable);
-  CHECK(store::check_cache_directory(facts(S_IFDIR | 0770, 1000), 1000) ==
-        CacheEntryCheck::open_to_others);
-  CHECK(store::check_cache_directory(facts(S_IFDIR | 01777, 1000), 1000) ==
-        CacheEntryCheck::open_to_others);
-  CHECK(store::check_cache_directory(facts(S_IFDIR | 0700, 0), 1000) ==
+TEST_CASE("store::tls::check_cache_file takes a regular file of the user's, closed to others") {
+  CHECK(store::tls::check_cache_file(facts(S_IFREG | 0600, 1000), 1000) == CacheEntryCheck::usable);
+  CHECK(store::tls::check_cache_file(facts(S_IFREG | 0400, 1000), 1000) == CacheEntryCheck::usable);
+  CHECK(store::tls::check_cache_file(facts(S_IFREG | 0600, 1001), 1000) ==
         CacheEntryCheck::other_owner);
-  CHECK(store::check_cache_directory(facts(S_IFLNK | 0777, 1000), 1000) ==
+  CHECK(store::tls::check_cache_file(facts(S_IFREG | 0600, 0), 1000) ==
+        CacheEntryCheck::other_owner);
+  CHECK(store::tls::check_cache_file(facts(S_IFREG | 0640, 1000), 1000) ==
+        CacheEntryCheck::open_to_others);
+  CHECK(store::tls::check_cache_file(facts(S_IFREG | 0604, 1000), 1000) ==
+        CacheEntryCheck::open_to_others);
+  CHECK(store::tls::check_cache_file(facts(S_IFREG | 0610, 1000), 1000) ==
+        CacheEntryCheck::open_to_others);
+  CHECK(store::tls::check_cache_file(facts(S_IFLNK | 0777, 1000), 1000) ==
+        CacheEntryCheck::wrong_type);
+  CHECK(store::tls::check_cache_file(facts(S_IFIFO | 0600, 1000), 1000) ==
+        CacheEntryCheck::wrong_type);
+  CHECK(store::tls::check_cache_file(facts(S_IFDIR | 0700, 1000), 1000) ==
         CacheEntryCheck::wrong_type);
 }
 
-TEST_CASE("store::decode_session_file gives back the session of the same identity only") {
-  std::string session("\x30\x82\x01\x00\n\0binary", 12);
-  std::string file = store::encode_session_file("id one", session);
-  CHECK(store::decode_session_file(file, "id one") == session);
-  CHECK_FALSE(store::decode_session_file(file, "id two"));
-  CHECK_FALSE(store::decode_session_file(file, "id on"));
-  CHECK_FALSE(store::decode_session_file(file, "id one "));
-  CHECK_FALSE(store::decode_session_file("", "id one"));
-  CHECK_FALSE(store::decode_session_file(store::encode_session_file("id one", ""), "id one"));
-  CHECK_FALSE(store::decode_session_file("garbage" + file, "id one"));
-  // Cut short in the header.
-  CHECK_FALSE(store::decode_session_file(file.substr(0, 10), "id one"));
+TEST_CASE("store::tls::check_cache_directory takes a directory of the user's that others cannot "
+          "write in") {
+  CHECK(store::tls::check_cache_directory(facts(S_IFDIR | 0700, 1000), 1000) ==
+        CacheEntryCheck::usable);
+  CHECK(store::tls::check_cache_directory(facts(S_IFDIR | 0755, 1000), 1000) ==
+        CacheEntryCheck::usable);
+  CHECK(store::tls::check_cache_directory(facts(S_IFDIR | 0770, 1000), 1000) ==
+        CacheEntryCheck::open_to_others);
+  CHECK(store::tls::check_cache_directory(facts(S_IFDIR | 01777, 1000), 1000) ==
+        CacheEntryCheck::open_to_others);
+  CHECK(store::tls::check_cache_directory(facts(S_IFDIR | 0700, 0), 1000) ==
+        CacheEntryCheck::other_owner);
+  CHECK(store::tls::check_cache_directory(facts(S_IFLNK | 0777, 1000), 1000) ==
+        CacheEntryCheck::wrong_type);
 }
 
-TEST_CASE("store::TlsSessionCache saves with mode 0600 and loads back, in a directory it makes "
-          "private") {
+TEST_CASE("store::tls::decode_session_file gives back the session of the same identity only") {
+  std::string session("\x30\x82\x01\x00\n\0binary", 12);
+  std::string file = store::tls::encode_session_file("id one", session);
+  CHECK(store::tls::decode_session_file(file, "id one") == session);
+  CHECK_FALSE(store::tls::decode_session_file(file, "id two"));
+  CHECK_FALSE(store::tls::decode_session_file(file, "id on"));
+  CHECK_FALSE(store::tls::decode_session_file(file, "id one "));
+  CHECK_FALSE(store::tls::decode_session_file("", "id one"));
+  CHECK_FALSE(
+      store::tls::decode_session_file(store::tls::encode_session_file("id one", ""), "id one"));
+  CHECK_FALSE(store::tls::decode_session_file("garbage" + file, "id one"));
+  // Cut short in the header.
+  CHECK_FALSE(store::tls::decode_session_file(file.substr(0, 10), "id one"));
+}
+
+TEST_CASE(
+    "store::tls::TlsSessionCache saves with mode 0600 and loads back, in a directory it makes "
+    "private") {
   test::TemporaryDirectory state;
   std::string directory = (state.path / "ratelimit" / "tls-sessions").string();
-  store::TlsSessionCache cache(directory, "", identity());
+  store::tls::TlsSessionCache cache(directory, "", identity());
   CHECK_FALSE(cache.load());
   cache.save("session one");
   struct stat info {};
@@ -150,17 +159,17 @@ TEST_CASE("store::TlsSessionCache saves with mode 0600 and loads back, in a dire
   // Another identity does not read it, even from the same file.
   TlsSessionIdentity other = identity();
   other.ca = "9:9:9:9";
-  store::TlsSessionCache another(directory, "", other);
+  store::tls::TlsSessionCache another(directory, "", other);
   CHECK_FALSE(another.load());
   std::filesystem::copy_file(cache.path(), another.path());
   CHECK_FALSE(another.load());
 }
 
-TEST_CASE("store::TlsSessionCache ignores a file open to others, a symlink and a directory "
+TEST_CASE("store::tls::TlsSessionCache ignores a file open to others, a symlink and a directory "
           "others may write in") {
   test::TemporaryDirectory state;
   std::string directory = (state.path / "tls-sessions").string();
-  store::TlsSessionCache cache(directory, "", identity());
+  store::tls::TlsSessionCache cache(directory, "", identity());
   cache.save("secret");
   REQUIRE(cache.load() == "secret");
   SUBCASE("readable by the group") {
@@ -193,10 +202,11 @@ TEST_CASE("store::TlsSessionCache ignores a file open to others, a symlink and a
   }
 }
 
-TEST_CASE("store::TlsSessionCache never makes a home directory that is missing") {
+TEST_CASE("store::tls::TlsSessionCache never makes a home directory that is missing") {
   test::TemporaryDirectory state;
   std::string home = (state.path / "missing-home").string();
-  store::TlsSessionCache cache(home + "/.local/state/ratelimit/tls-sessions", home, identity());
+  store::tls::TlsSessionCache cache(home + "/.local/state/ratelimit/tls-sessions", home,
+                                    identity());
   cache.save("session");
   CHECK_FALSE(std::filesystem::exists(home));
   CHECK_FALSE(cache.load());
