@@ -89,6 +89,8 @@ test_an_answer_that_asks_no_pause_leaves_a_budget() {
   expect_contains "$OUT" '"policies":[{"field":"x-ratelimit-limit","policy":"","quota":5000,"window_ms":null}]'
   expect_contains "$OUT" '"note":"read as epoch seconds (10^9 or more)"'
   expect_contains "$OUT" '{"field":"ratelimit","value":"\"p\";r=oops","note":"'
+  # The Redis store keeps pauses only: what follows is the SQLite store's.
+  [ "$STORE" = sqlite ] || return 0
   # No pause, but the quota's standing: a budget of 4999 until the reset, at most --max-pause
   # (5min) away, and the policy.
   expect_contains "$OUT" '"budget":{"remaining":4999,'
@@ -211,6 +213,27 @@ test_run_observe_reads_the_user_s_dump_header() {
   expect_contains "$(cat errors)" "(-D -): nothing observed"
   expect_true "the head went to standard output" grep -q '^HTTP/1.0 429' out
   expect_eq 0 "$(pause_left_ms other)" "pause of a key whose head went to standard output"
+}
+
+# The quota the answers report holds every process of the key until its reset: with a rate
+# of ours far above the server's (50/s against 4 per 2 s), the calls draw at most two answers
+# 429 (those that left before any answer came), and --retries makes every call succeed.
+test_run_observe_follows_the_quota_the_answers_report() {
+  command -v curl >/dev/null || { skip "no curl"; return 0; }
+  [ "$STORE" = sqlite ] || { skip "the Redis store keeps pauses only"; return 0; }
+  start_api api.log --limit 4 --period 2 --window fixed --fields github --retry-after auto
+  seq 12 | xargs -P 4 -I{} "$RATELIMIT" run api -r 50/s --observe --retries 5 -- \
+    curl -s -o /dev/null "http://127.0.0.1:$API_PORT/item/{}" 2>errors
+  local status=$?
+  stop_api
+  expect_eq 0 "$status" "xargs" || return
+  expect_eq 12 "$(grep -c ' 200 /item/' api.log)" "calls that succeeded"
+  local throttled
+  throttled=$(grep -c ' 429 /item/' api.log)
+  expect_true "at most 2 answers 429, not $throttled" test "$throttled" -le 2
+  OUT=$(rl status api --json)
+  expect_contains "$OUT" "\"throttled\":$throttled"
+  expect_contains "$OUT" '"policies":[{'
 }
 
 # --- the stand-in API -------------------------------------------------------------------------
