@@ -41,7 +41,7 @@ test_counters_after_granted_and_limited_calls() {
   expect_status 1 rl -q try api -r 2/min -a token-bucket
   expect_status 1 rl -q try api -r 2/min -a token-bucket
   expect_status 0 rl --json status api
-  expect_eq "{'granted': 2, 'limited': 2, 'waited_ms': 0}" "$(json_eval 'j[0]["counters"]' <<<"$OUT")" \
+  expect_eq "{'granted': 2, 'limited': 2, 'waited_ms': 0, 'throttled': 0}" "$(json_eval 'j[0]["counters"]' <<<"$OUT")" \
     "counters in status --json"
   expect_status 0 rl status api
   expect_contains "$(head -n 1 <<<"$OUT")" "GRANTED  LIMITED  WAITED"
