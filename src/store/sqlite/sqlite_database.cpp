@@ -21,6 +21,11 @@ namespace ratelimit::store::sqlite {
 
 namespace {
 
+// keys.throttled counts the answers 429 and 503 observed for the key, with its other
+// counters; keys.server holds what the servers said of it besides a pause (its grant
+// sequence, server budget, awaited answers and policies; state_codec.hpp), NULL for nothing.
+// Said here rather than in the DDL: SQLite parses the stored DDL, comments included, when a
+// process first reads the database, and every `try` is such a process.
 constexpr const char* k_schema = R"sql(
 PRAGMA application_id = 1380732244;
 PRAGMA user_version = 7;
@@ -43,11 +48,9 @@ CREATE TABLE keys (
   limited INTEGER NOT NULL DEFAULT 0,
   waited_us INTEGER NOT NULL DEFAULT 0,
   touched_at INTEGER NOT NULL DEFAULT 0,
+  -- granted to touched_at: the key's counters (`status`, `metrics`), in its row so that a
+  -- decision writes one row; the counters table keeps those of the names that have no row.
   throttled INTEGER NOT NULL DEFAULT 0,
-  -- granted to throttled (the answers 429 and 503 observed): the key's counters (`status`,
-  -- `metrics`), in its row so that a decision writes one row; the counters table keeps those
-  -- of the names that have no row.
-  -- What the servers said of the key besides a pause (state_codec.hpp); NULL: nothing.
   server BLOB
 );
 CREATE INDEX keys_by_fresh_at ON keys (fresh_at);
