@@ -13,8 +13,8 @@ _ratelimit_options() {
   '') options+=" --version" ;;
   try) options+=" $limit" ;;
   wait) options+=" $limit -t --timeout" ;;
-  run) options+=" $limit -t --timeout --no-wait -j --concurrency --until-exit --lease --backoff-on --backoff --backoff-max --retries --observe --max-pause" ;;
-  observe) options+=" --headers --status --retry-after --max-pause" ;;
+  run) options+=" $limit -t --timeout --no-wait -j --concurrency --until-exit --lease --backoff-on --backoff --backoff-max --retries --observe --max-pause --jitter" ;;
+  observe) options+=" --headers --status --retry-after --max-pause --grant" ;;
   pipe) options+=" $limit -t --timeout -0 --null" ;;
   reset) options+=" --all" ;;
   gc) options+=" -v --verbose" ;;
@@ -37,7 +37,7 @@ _ratelimit_takes_value() {
     -t | --timeout | -j | --concurrency | --lease | --mode | --trace | --profile | --duration | \
     --load | --seed | --format | --backoff-on | --backoff | --backoff-max | --retries | -o | --output | \
     --max-pause | --headers | --status | --retry-after | --server-limit | --workers | --calls | \
-    --latency)
+    --latency | --jitter | --grant)
     return 0
     ;;
   esac

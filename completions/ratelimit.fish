@@ -21,7 +21,8 @@ function __ratelimit_words
                 -E --limited-exit-code -r --rate -a --algorithm -b --burst -c --cost \
                 -t --timeout -j --concurrency --lease --mode --trace --profile --duration --load --seed --format \
                 --backoff-on --backoff --backoff-max --retries -o --output \
-                --max-pause --headers --status --retry-after --server-limit --workers --calls --latency
+                --max-pause --headers --status --retry-after --server-limit --workers --calls --latency \
+                --jitter --grant
                 set skip 1
             case '-*'
             case '*'
@@ -202,7 +203,9 @@ complete -c ratelimit -n '__ratelimit_using run' -s j -l concurrency -x -d 'At m
 complete -c ratelimit -n '__ratelimit_using run' -l until-exit -d 'Count each command from its start until it exits'
 complete -c ratelimit -n '__ratelimit_using run' -l lease -x -d 'On Redis, how long a holder counts as alive unrenewed'
 complete -c ratelimit -n '__ratelimit_using run' -l observe -d 'Apply the command\'s HTTP response head to the key'
-complete -c ratelimit -n '__ratelimit_using run observe' -l max-pause -x -d 'Longest pause an answer may impose'
+complete -c ratelimit -n '__ratelimit_using run observe' -l max-pause -x -d 'Longest an answer may hold the key: a pause or a spent quota'
+complete -c ratelimit -n '__ratelimit_using run' -l jitter -x -d 'Start the command up to this long after a slot it waited for'
+complete -c ratelimit -n '__ratelimit_using observe' -l grant -x -d 'The request\'s grant, as run exports it in $RATELIMIT_GRANT'
 complete -c ratelimit -n '__ratelimit_using observe' -l headers -r -F -d 'Response head as curl -D writes it (- reads stdin)'
 complete -c ratelimit -n '__ratelimit_using observe' -l status -x -a '429 503' -d 'HTTP status instead of the head\'s'
 complete -c ratelimit -n '__ratelimit_using observe' -l retry-after -x -d 'Retry-After instead of the head\'s'

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 #include <limits>
+#include <random>
 
 namespace ratelimit::cli {
 
@@ -59,12 +60,34 @@ void report_failed_open(const OutputSettings& output, const LimitedRequest& requ
 
 } // namespace
 
+core::Nanos draw_jitter(core::Nanos longest) {
+  if (longest <= 0) {
+    return 0;
+  }
+  std::random_device entropy;
+  return std::uniform_int_distribution<core::Nanos>(0, longest - 1)(entropy);
+}
+
+core::Nanos parse_jitter(const std::optional<std::string>& text) {
+  if (!text) {
+    return 0;
+  }
+  auto jitter = core::parse_duration(*text);
+  if (!jitter) {
+    throw UsageError("--jitter: " + jitter.error());
+  }
+  return *jitter;
+}
+
 Acquired acquire(Gate& gate, util::InterruptSignals& signals, const OutputSettings& output,
-                 const LimitedRequest& request, Asking asking, core::Nanos max_wait) {
+                 const LimitedRequest& request, Asking asking, core::Nanos max_wait,
+                 core::Nanos jitter) {
   SlotAsk ask;
   ask.cost = request.cost;
   ask.reserve = asking == Asking::for_the_next;
   ask.max_wait = max_wait;
+  ask.awaits_answer = request.awaits_answer;
+  ask.jitter = draw_jitter(jitter);
   CommandSleeper sleeper(signals, request.key, output.quiet);
   Acquisition acquisition = acquire_slot(gate, sleeper, ask);
   if (!acquisition.pause_unchecked.empty()) {
@@ -91,11 +114,11 @@ Acquired acquire(Gate& gate, util::InterruptSignals& signals, const OutputSettin
 
 Acquired acquire_from_store(StoreOpener& stores, const OutputSettings& output,
                             util::InterruptSignals& signals, const LimitedRequest& request,
-                            Asking asking, core::Nanos max_wait) {
+                            Asking asking, core::Nanos max_wait, core::Nanos jitter) {
   std::string failure;
   std::unique_ptr<store::Store> store = stores.open_or_fall_back(failure);
   FailOpenGate gate(store.get(), request, stores, failure);
-  return acquire(gate, signals, output, request, asking, max_wait);
+  return acquire(gate, signals, output, request, asking, max_wait, jitter);
 }
 
 } // namespace ratelimit::cli

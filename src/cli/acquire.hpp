@@ -31,11 +31,13 @@ enum class Asking {
 
 // Asks `gate` for a slot as `asking` says, within `max_wait` when it reserves, with the one
 // acquisition loop (acquire_slot) on the system's clock: a signal in the sleep ends it (the
-// reservation given back), and a countdown shows on a terminal (unless -q). Reports the
-// decision (stderr line, --json) itself as `output` says, and warns when the slot goes ahead
-// unchecked for a pause.
+// reservation given back), and a countdown shows on a terminal (unless -q). A slot it waits
+// for is taken up to `jitter` later (a random part of it; --jitter). Reports the decision
+// (stderr line, --json) itself as `output` says, and warns when the slot goes ahead unchecked
+// for a pause.
 Acquired acquire(Gate& gate, util::InterruptSignals& signals, const OutputSettings& output,
-                 const LimitedRequest& request, Asking asking, core::Nanos max_wait);
+                 const LimitedRequest& request, Asking asking, core::Nanos max_wait,
+                 core::Nanos jitter = 0);
 
 // Opens the store of `stores` and acquires `request` from it as `acquire` does, through a
 // FailOpenGate: a StoreError propagates under --on-store-error=deny; under allow the request
@@ -44,7 +46,13 @@ Acquired acquire(Gate& gate, util::InterruptSignals& signals, const OutputSettin
 // StoreOpener::fall_back_locally).
 Acquired acquire_from_store(StoreOpener& stores, const OutputSettings& output,
                             util::InterruptSignals& signals, const LimitedRequest& request,
-                            Asking asking, core::Nanos max_wait);
+                            Asking asking, core::Nanos max_wait, core::Nanos jitter = 0);
+
+// A random part of --jitter `longest` for one acquisition: uniform in [0, longest).
+core::Nanos draw_jitter(core::Nanos longest);
+
+// Parses --jitter (not given: none), a duration; throws UsageError.
+core::Nanos parse_jitter(const std::optional<std::string>& text);
 
 // Parses --timeout (not given: no limit); throws UsageError.
 core::Nanos parse_timeout(const std::optional<std::string>& text);

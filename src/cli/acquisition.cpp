@@ -13,6 +13,7 @@ Acquisition acquire_slot(Gate& gate, Sleeper& sleeper, const SlotAsk& ask,
   core::Request request;
   request.cost = ask.cost;
   request.reserve = ask.reserve;
+  request.answer_wait = ask.awaits_answer ? core::k_answer_wait : 0;
   Acquisition acquired;
   std::optional<core::Nanos> first_sleep;
   for (;;) {
@@ -31,6 +32,10 @@ Acquisition acquire_slot(Gate& gate, Sleeper& sleeper, const SlotAsk& ask,
       acquired.more = reserve_more(decision.wait, request.max_wait);
     }
     core::Nanos wait = std::max(decision.wait, acquired.more ? acquired.more->wait : 0);
+    if (decision.allowed) {
+      // Later than the slot never grants more than the slot did.
+      wait += ask.jitter;
+    }
     // Latest first, so that each leaves the key as it was before it.
     auto give_back = [&] {
       if (acquired.more) {

@@ -36,6 +36,12 @@ struct SlotAsk {
   // A refusal whose wait is within `max_wait` (a full leaky-bucket queue takes requests
   // again then) sleeps that long and asks again, rather than ending the loop.
   bool ask_again_after_refusal = false;
+  // The command reports its answer: core::Request::answer_wait is core::k_answer_wait.
+  bool awaits_answer = false;
+  // A slot that has to be waited for is taken `jitter` later (--jitter: its longest, times a
+  // fraction in [0, 1) drawn by the caller), so that waiters held together do not all start
+  // at once: the sleep is longer, the slot the same.
+  core::Nanos jitter = 0;
 };
 
 // More slots reserved together with the first one, when it has to wait: given the first's
@@ -60,7 +66,8 @@ struct Acquisition {
   std::string pause_unchecked;
 };
 
-// Takes a slot of `gate` as `ask` says: reserves the next one and sleeps until it; then,
+// Takes a slot of `gate` as `ask` says: reserves the next one and sleeps until it (and its
+// jitter, when it had to wait); then,
 // as a pause may have begun meanwhile (only a waiter that slept can have missed one: a
 // decision sees every pause), asks the gate once whether one runs. If so, gives the slot back
 // and reserves the next one after the pause in its place, as the limits place it then, and

@@ -34,7 +34,8 @@ void StoreGate::give_back(const core::Grant& grant) {
 }
 
 bool StoreGate::paused() {
-  return m_store.pause_of(m_request.key).paused_until != 0;
+  store::PauseStanding standing = m_store.pause_of(m_request.key);
+  return standing.paused_until != 0 || standing.overdrawn_until != 0;
 }
 
 FailOpenGate::FailOpenGate(store::Store* store, const LimitedRequest& request, StoreOpener& stores,

@@ -27,9 +27,10 @@ public:
 
   // Whether reservations outlive this process, so that one cut short must be given back.
   virtual bool shared() const = 0;
-  // Whether a pause of the key runs now: asked once by a waiter that slept until its slot,
-  // serialised with `pause` (Store::pause_of). Throws store::StoreError when the store
-  // cannot tell.
+  // Whether a pause of the key runs now, or its server budget is overdrawn (an answer
+  // observed meanwhile said less was left than was granted): asked once by a waiter that
+  // slept until its slot, serialised with `pause` (Store::pause_of). Throws
+  // store::StoreError when the store cannot tell.
   virtual bool paused() = 0;
   // Before a sleep of at least store::k_long_sleep: see Store::close_while_sleeping.
   virtual void close_while_sleeping() {}

@@ -29,6 +29,9 @@ struct LimitedRequest {
   bool algorithm_chosen = false;
   std::vector<core::Limit> limits;
   std::int64_t cost = 1;
+  // The command reports its answer (run --observe): its grant counts as on its way to the
+  // server until then (core::Request::answer_wait).
+  bool awaits_answer = false;
 };
 
 // Adds -r, -a, -b, -c and the KEY positional (required when `key_required`).

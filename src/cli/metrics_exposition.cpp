@@ -120,12 +120,55 @@ std::string metrics_exposition(const std::vector<store::NamedCounters>& counters
     text.sample("ratelimit_wait_seconds_total", KeyLabels(key.key).labels(),
                 seconds_text(key.counters.waited_us));
   }
+  text.family("ratelimit_throttled_total", "counter",
+              "Answers 429 or 503 observed for the key (observe, run --observe).");
+  for (const store::NamedCounters& key : counters) {
+    text.sample("ratelimit_throttled_total", KeyLabels(key.key).labels(),
+                std::to_string(key.counters.throttled));
+  }
   for (const Gauge& gauge : k_gauges) {
     text.family(gauge.name, "gauge", gauge.help);
     for (const store::KeyStatus& status : statuses) {
       if (status.damage.empty()) {
         text.sample(gauge.name, KeyLabels(status.key).labels(), gauge.value(status));
       }
+    }
+  }
+  // What servers said: samples only for the keys that hold it (no budget is not a budget of
+  // 0).
+  text.family("ratelimit_server_remaining", "gauge",
+              "What the key's server budget has left until its reset, as the server's answers "
+              "said it (observe); no sample when no budget runs.");
+  for (const store::KeyStatus& status : statuses) {
+    if (status.damage.empty() && status.standing.budget) {
+      text.sample("ratelimit_server_remaining", KeyLabels(status.key).labels(),
+                  std::to_string(status.standing.budget->remaining));
+    }
+  }
+  text.family("ratelimit_server_reset_seconds", "gauge",
+              "Seconds until the reset of the key's server budget; no sample when none runs.");
+  for (const store::KeyStatus& status : statuses) {
+    if (status.damage.empty() && status.standing.budget) {
+      core::Nanos left =
+          std::max<core::Nanos>(status.standing.budget->reset - status.standing.now, 0);
+      // Rounded up to the microsecond, as the pause's.
+      text.sample("ratelimit_server_reset_seconds", KeyLabels(status.key).labels(),
+                  seconds_text((left + 999) / 1000));
+    }
+  }
+  text.family("ratelimit_server_policy_quota", "gauge",
+              "The quota of a policy the key's server named (RateLimit-Policy, "
+              "X-RateLimit-Limit), by policy; window_seconds 0 when it named no window.");
+  for (const store::KeyStatus& status : statuses) {
+    if (!status.damage.empty()) {
+      continue;
+    }
+    KeyLabels labels(status.key);
+    for (const core::LearnedPolicy& policy : status.state.server.policies) {
+      std::vector<util::PrometheusText::Label> named = labels.with("policy", policy.name);
+      std::string window = seconds_text(policy.window / 1000);
+      named.push_back({"window_seconds", window});
+      text.sample("ratelimit_server_policy_quota", named, std::to_string(policy.quota));
     }
   }
   // Of the run slots, not of the state: a damaged state hides none.

@@ -151,63 +151,116 @@ const char* cause_name(core::PauseCause cause) {
   return "none";
 }
 
-// Pauses `key` for `duration` where `after` says: on the store, else, after a command, on
+// Applies `observation` to `key` where `after` says: on the store, else, after a command, on
 // the local database or not at all, as --on-store-error says.
-store::PauseStanding pause_for_answer(StoreOpener& stores, std::string_view key,
-                                      core::Nanos duration, ObserveAfter after) {
+store::PauseStanding observe_on_store(StoreOpener& stores, std::string_view key,
+                                      const core::Observation& observation, ObserveAfter after) {
   try {
-    return stores.open()->pause(key, duration);
+    return stores.open()->observe(key, observation);
   } catch (const store::StoreError& error) {
     if (after == ObserveAfter::nothing) {
       throw;
     }
     if (stores.falls_back_locally(error)) {
-      return stores.fall_back_locally(error)->pause(key, duration);
+      return stores.fall_back_locally(error)->observe(key, observation);
     }
-    // The command ran: its status is what the caller waits for; the lost pause is told.
-    util::write_stderr(fmt::format("ratelimit: warning: {} not paused as the answer asked: {}\n",
+    // The command ran: its status is what the caller waits for; the lost answer is told.
+    util::write_stderr(fmt::format("ratelimit: warning: the answer for {} was not applied: {}\n",
                                    util::printable_key(key), error.what()));
     return {};
   }
 }
 
+// What of `answer` the key keeps: the standings whose reset is known and to come, at most
+// `max_pause` away (`capped` says whether one that left nothing was cut), and the policies.
+core::Observation observation_of(const core::ServerAnswer& answer, core::Nanos now,
+                                 core::Nanos max_pause, bool& capped) {
+  core::Observation observation;
+  observation.throttled = core::is_throttled(answer);
+  for (const core::QuotaStanding& standing : answer.standings) {
+    if (!standing.reset || *standing.reset <= now) {
+      continue; // no reset known: shown, not kept (it would hold the key for ever)
+    }
+    core::Nanos after = *standing.reset - now;
+    if (after > max_pause) {
+      capped = capped || standing.remaining == 0;
+      after = max_pause;
+    }
+    observation.standings.push_back({standing.remaining, after});
+  }
+  for (const core::QuotaPolicy& policy : answer.policies) {
+    observation.policies.push_back(
+        {policy.field, policy.policy, policy.quota, policy.window.value_or(0)});
+  }
+  return observation;
+}
+
 } // namespace
 
-core::AnswerPause observe_answer(StoreOpener& stores, const OutputSettings& output,
-                                 std::string_view key, const core::ServerAnswer& answer,
-                                 core::Nanos max_pause, ObserveAfter after) {
+void forget_awaited_answer(StoreOpener& stores, std::string_view key, std::int64_t seq) {
+  core::Observation observation;
+  observation.grant = seq;
+  observe_on_store(stores, key, observation, ObserveAfter::command);
+}
+
+Observed observe_answer(StoreOpener& stores, const OutputSettings& output, std::string_view key,
+                        const core::ServerAnswer& answer, const ObserveSettings& settings,
+                        ObserveAfter after) {
   core::Nanos now = util::realtime_nanos();
   std::random_device entropy;
   double jitter = std::uniform_real_distribution<double>(0.0, 1.0)(entropy);
-  core::AnswerPause pause = core::answer_pause(answer, now, max_pause, jitter);
+  Observed observed;
+  observed.pause = core::answer_pause(answer, now, settings.max_pause, jitter, settings.backoff,
+                                      settings.attempt);
+  bool budget_capped = false;
+  core::Observation observation = observation_of(answer, now, settings.max_pause, budget_capped);
+  observed.throttled = observation.throttled;
+  observed.status = answer.status;
+  observation.pause = observed.pause.duration;
+  observation.grant = settings.grant;
   store::PauseStanding standing;
-  if (pause.cause != core::PauseCause::none) {
-    standing = pause_for_answer(stores, key, pause.duration, after);
+  bool applies = observed.pause.cause != core::PauseCause::none || observation.throttled ||
+                 !observation.standings.empty() || !observation.policies.empty() ||
+                 observation.grant.has_value();
+  if (applies) {
+    standing = observe_on_store(stores, key, observation, after);
   }
-  if (pause.capped && !output.quiet) {
-    util::write_stderr(
-        fmt::format("ratelimit: warning: {} asks for a pause of {}; {} paused for "
-                    "{} (--max-pause)\n",
-                    pause.cause == core::PauseCause::retry_after ? "Retry-After" : "the backoff",
-                    core::format_duration(pause.asked), util::printable_key(key),
-                    core::format_duration(max_pause)));
+  if (!output.quiet) {
+    std::string_view asker =
+        observed.pause.cause == core::PauseCause::retry_after ? "Retry-After" : "the backoff";
+    if (observed.pause.capped) {
+      util::write_stderr(fmt::format("ratelimit: warning: {} asks for a pause of {}; {} paused "
+                                     "for {} (--max-pause)\n",
+                                     asker, core::format_duration(observed.pause.asked),
+                                     util::printable_key(key),
+                                     core::format_duration(settings.max_pause)));
+    }
+    if (budget_capped) {
+      util::write_stderr(fmt::format("ratelimit: warning: the quota is spent until a reset more "
+                                     "than {} away; {} held for {} (--max-pause)\n",
+                                     core::format_duration(settings.max_pause),
+                                     util::printable_key(key),
+                                     core::format_duration(settings.max_pause)));
+    }
   }
   if (output.json) {
     util::JsonObject object;
     object.field("key", key);
     add_answer_fields(object, answer, now);
-    object.field("pause", cause_name(pause.cause))
-        .field("pause_ms", core::ceil_millis(pause.duration))
-        .field("capped", pause.capped);
+    object.field("pause", cause_name(observed.pause.cause))
+        .field("pause_ms", core::ceil_millis(observed.pause.duration))
+        .field("capped", observed.pause.capped);
     core::Decision paused;
     paused.now = standing.now;
     paused.paused_until = standing.paused_until;
     add_pause_fields(object, paused);
+    object.raw_field("grant", settings.grant ? std::to_string(*settings.grant) : "null")
+        .raw_field("budget", budget_json(standing.budget, standing.now));
     add_answer_arrays(object, answer, now);
     util::write_stdout(object.str() + "\n");
     util::flush_stdout();
   }
-  return pause;
+  return observed;
 }
 
 } // namespace ratelimit::cli

@@ -40,12 +40,40 @@ HeadFile read_head_file(const std::string& path, core::Nanos now);
 // the command's status stands.
 enum class ObserveAfter { nothing, command };
 
-// Applies `answer` to `key`: the pause it asks (core::answer_pause from the clock's now,
-// capped at `max_pause`, with a warning on stderr unless -q when the cap shortens it) on the
-// store of `stores`. Under --json prints one object: the key, what the answer said (status,
-// retry_after, standings, policies, notes) and the pause. Returns the pause.
-core::AnswerPause observe_answer(StoreOpener& stores, const OutputSettings& output,
-                                 std::string_view key, const core::ServerAnswer& answer,
-                                 core::Nanos max_pause, ObserveAfter after);
+// How an answer is applied besides what it says.
+struct ObserveSettings {
+  // The longest an answer may hold the key: a pause, or a spent budget until its reset.
+  core::Nanos max_pause = 0;
+  // The grant sequence of the answered request (Grant::seq: run --observe, observe
+  // --grant), if known.
+  std::optional<std::int64_t> grant;
+  // A 429 or 503 without Retry-After pauses for the backoff: `backoff` doubled `attempt`
+  // times (run --retries), at most `max_pause`.
+  core::Nanos backoff = core::k_throttled_pause;
+  int attempt = 0;
+};
+
+// What observing an answer did.
+struct Observed {
+  core::AnswerPause pause;
+  // The answer was 429 or 503.
+  bool throttled = false;
+  // The answer's status, when known.
+  std::optional<int> status;
+};
+
+// Applies `answer` to `key` on the store of `stores`, in one operation (Store::observe):
+// the pause it asks (core::answer_pause from the clock's now, capped at `settings.max_pause`),
+// its quota standings as the key's server budget (each reset at most `max_pause` away), its
+// policies, and the answered grant. A warning on stderr, unless -q, when the cap shortens a
+// pause or a spent budget. Under --json prints one object: the key, what the answer said
+// (status, retry_after, standings, policies, notes), the pause and the budget.
+Observed observe_answer(StoreOpener& stores, const OutputSettings& output, std::string_view key,
+                        const core::ServerAnswer& answer, const ObserveSettings& settings,
+                        ObserveAfter after);
+
+// After a command whose request got no answer to observe: the grant `seq` of `key` awaits
+// none any more (its request is not on its way to the server). A store failure is a warning.
+void forget_awaited_answer(StoreOpener& stores, std::string_view key, std::int64_t seq);
 
 } // namespace ratelimit::cli

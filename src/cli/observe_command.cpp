@@ -7,6 +7,7 @@
 #include "util/key_text.hpp"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <fmt/format.h>
 #include <memory>
 
@@ -20,7 +21,24 @@ struct ObserveOptions {
   std::optional<int> status;
   std::optional<std::string> retry_after;
   std::optional<std::string> max_pause;
+  std::optional<std::string> grant;
 };
+
+// Parses --grant: the grant sequence `run` exported in $RATELIMIT_GRANT, a whole number from
+// 0; empty (the variable unset) is none. Throws UsageError.
+std::optional<std::int64_t> parse_grant(const std::optional<std::string>& text) {
+  if (!text || text->empty()) {
+    return std::nullopt;
+  }
+  bool digits = text->size() <= 16 && std::all_of(text->begin(), text->end(),
+                                                  [](char c) { return c >= '0' && c <= '9'; });
+  if (!digits || std::stoll(*text) > core::k_max_grant_seq) {
+    throw UsageError(fmt::format("invalid --grant {}: expected the number run exports in "
+                                 "$RATELIMIT_GRANT, e.g. --grant \"$RATELIMIT_GRANT\"",
+                                 util::printable_key(*text)));
+  }
+  return std::stoll(*text);
+}
 
 int run_observe(const ObserveOptions& options, const OutputSettings& output, StoreOpener& stores) {
   check_key(options.key);
@@ -30,7 +48,9 @@ int run_observe(const ObserveOptions& options, const OutputSettings& output, Sto
     throw UsageError("nothing to observe; expected ratelimit observe KEY --headers FILE (- for "
                      "standard input), --status CODE or --retry-after VALUE");
   }
-  core::Nanos max_pause = parse_max_pause(options.max_pause);
+  ObserveSettings settings;
+  settings.max_pause = parse_max_pause(options.max_pause);
+  settings.grant = parse_grant(options.grant);
   core::AnswerInput input;
   input.arrived = util::realtime_nanos();
   HeadFile head;
@@ -50,7 +70,7 @@ int run_observe(const ObserveOptions& options, const OutputSettings& output, Sto
             ? fmt::format("--headers {}: {}", util::printable_key(*options.headers), answer.error())
             : "--retry-after: " + answer.error());
   }
-  observe_answer(stores, output, options.key, *answer, max_pause, ObserveAfter::nothing);
+  observe_answer(stores, output, options.key, *answer, settings, ObserveAfter::nothing);
   return k_exit_granted;
 }
 
@@ -59,7 +79,8 @@ int run_observe(const ObserveOptions& options, const OutputSettings& output, Sto
 CommandRun setup_observe(CLI::App& app) {
   auto options = std::make_shared<ObserveOptions>();
   CLI::App* command = app.add_subcommand(
-      "observe", "Apply what an HTTP server answered to KEY: Retry-After, 429 and 503 pause it");
+      "observe", "Apply what an HTTP server answered to KEY: Retry-After, 429 and 503 pause it; "
+                 "where the quota stands limits it until the reset");
   command->footer(
       "The head is what curl -D writes; the last one counts after redirects. --json shows what "
       "was understood: Retry-After, RateLimit and X-RateLimit-* fields, and what was ignored.\n"
@@ -81,9 +102,14 @@ CommandRun setup_observe(CLI::App& app) {
       ->option_text("VALUE");
   command
       ->add_option("--max-pause", options->max_pause,
-                   "The longest pause an answer may impose (default 5min); a longer one is "
-                   "capped with a warning")
+                   "The longest an answer may hold KEY, by a pause or a spent quota (default "
+                   "5min); a longer one is capped with a warning")
       ->option_text("DURATION");
+  command
+      ->add_option("--grant", options->grant,
+                   "The request's grant, as run exports it in $RATELIMIT_GRANT: what KEY granted "
+                   "since counts against the quota the answer reports")
+      ->option_text("N");
   return [options](const OutputSettings& output, ConfigFiles&, StoreOpener& stores) {
     return run_observe(*options, output, stores);
   };

@@ -48,6 +48,17 @@ void add_pause_fields(util::JsonObject& object, const core::Decision& decision) 
   }
 }
 
+std::string budget_json(const std::optional<core::BudgetStanding>& budget, core::Nanos now) {
+  if (!budget) {
+    return "null";
+  }
+  util::JsonObject object;
+  object.field("remaining", budget->remaining)
+      .field("reset", utc_time(budget->reset))
+      .field("reset_after_ms", core::ceil_millis(budget->reset - now));
+  return object.str();
+}
+
 std::string json_millis(core::Nanos duration) {
   if (duration % core::k_nanos_per_milli == 0) {
     return std::to_string(duration / core::k_nanos_per_milli);
@@ -89,6 +100,17 @@ std::string refusal_message(const LimitedRequest& request, const core::Decision&
       fmt::format("{} limited {}", util::printable_key(request.key),
                   describe_limit(decision.algorithm, request.limits[decision.binding]));
   std::string wait = core::format_duration(decision.wait);
+  std::string beyond = decision.refusal == core::Refusal::timeout
+                           ? fmt::format(", beyond --timeout {}", core::format_duration(max_wait))
+                           : std::string();
+  if (decision.budget_until > decision.now &&
+      decision.budget_until - decision.now >= decision.wait) {
+    // What the server said is left, not the limit, sets the time.
+    return fmt::format("{} held by the server's quota: {} left until {}; next slot in {}{}",
+                       util::printable_key(request.key),
+                       decision.budget ? decision.budget->remaining : 0,
+                       utc_time(decision.budget_until), wait, beyond);
+  }
   if (decision.paused_until > decision.now &&
       decision.paused_until - decision.now >= decision.wait) {
     // The pause, not the limit, sets the time: say so, and until when.
@@ -143,6 +165,9 @@ void report(const OutputSettings& output, const LimitedRequest& request,
       .field("retry_after_ms", retry_after)
       .field("reset_after_ms", core::ceil_millis(decision.reset_after));
   add_pause_fields(object, decision);
+  if (decision.budget) {
+    object.raw_field("budget", budget_json(decision.budget, decision.now));
+  }
   if (waited) {
     // Measured, so rounded to the nearest millisecond: a wait granted at once is 0.
     object.field("waited_ms", (*waited + core::k_nanos_per_milli / 2) / core::k_nanos_per_milli);

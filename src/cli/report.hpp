@@ -50,6 +50,10 @@ std::string utc_time(core::Nanos time);
 // rounded up: a caller that waits until then is never early).
 void add_pause_fields(util::JsonObject& object, const core::Decision& decision);
 
+// A key's server budget as a JSON object, `remaining`, `reset` (UTC) and `reset_after_ms`
+// (from `now`, rounded up), or null when none runs.
+std::string budget_json(const std::optional<core::BudgetStanding>& budget, core::Nanos now);
+
 // Milliseconds as a JSON number: whole when exact, else with up to six decimals.
 std::string json_millis(core::Nanos duration);
 

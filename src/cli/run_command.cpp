@@ -5,6 +5,7 @@
 #include "cli/report.hpp"
 #include "cli/run_holding.hpp"
 #include "cli/run_observing.hpp"
+#include "cli/run_retrying.hpp"
 #include "cli/usage_error.hpp"
 #include "core/backoff.hpp"
 #include "util/child_process.hpp"
@@ -44,6 +45,7 @@ struct RunOptions {
   std::optional<std::string> backoff_max; // default 5min
   std::optional<int> retries;             // default 0
   ObserveRunOptions observe;
+  std::optional<std::string> jitter; // default none
   // Words of COMMAND's arguments that name options of run's, such as `-r` (run k echo hi
   // -r 5/s): named when KEY turns out to have no rate.
   std::vector<std::string> options_after_command;
@@ -102,71 +104,79 @@ int execute(const std::vector<std::string>& command) {
   return cannot_run(command[0], errno);
 }
 
-// run --backoff-on: the command runs as a child, as many times as --retries allows; each
-// exit with a status of --backoff-on pauses the key, for longer each time.
-int run_backing_off(const RunOptions& options, StoreOpener& stores, const OutputSettings& output,
-                    const LimitedRequest& request, core::Nanos max_wait) {
-  core::Nanos base = parse_backoff("--backoff", options.backoff, "1s");
-  core::Nanos cap = parse_backoff("--backoff-max", options.backoff_max, "5min");
-  if (cap < base) {
+// The options that decide what happens after the command: --backoff-on, --backoff,
+// --backoff-max and --retries, which apply with --backoff-on or --observe, and --observe
+// with its --max-pause. Throws UsageError.
+RetryOptions retry_options(const RunOptions& options) {
+  RetryOptions retry;
+  retry.backoff_on = options.backoff_on;
+  retry.observe = options.observe.observe;
+  retry.max_pause = check_observe_run_options(options.observe);
+  if (retry.backoff_on.empty() && !retry.observe) {
+    for (const auto& [given, name] :
+         {std::pair{options.retries.has_value(), "--retries"},
+          std::pair{options.backoff.has_value(), "--backoff"},
+          std::pair{options.backoff_max.has_value(), "--backoff-max"}}) {
+      if (given) {
+        throw UsageError(fmt::format("{} applies only with --backoff-on CODE or --observe; "
+                                     "expected ratelimit run KEY --backoff-on CODE {} ... -- "
+                                     "COMMAND",
+                                     name, name));
+      }
+    }
+  }
+  retry.backoff = parse_backoff("--backoff", options.backoff, "1s");
+  retry.backoff_max = parse_backoff("--backoff-max", options.backoff_max, "5min");
+  if (retry.backoff_max < retry.backoff) {
     throw UsageError(fmt::format("--backoff-max {} is shorter than --backoff {}; expected "
                                  "--backoff-max at least --backoff",
                                  options.backoff_max.value_or("5min"),
                                  options.backoff.value_or("1s")));
   }
-  int retries = options.retries.value_or(0);
-  std::random_device entropy;
-  std::uniform_real_distribution<double> jitter(0.0, 1.0);
+  retry.retries = options.retries.value_or(0);
+  return retry;
+}
+
+// The command's grant, for its environment ($RATELIMIT_GRANT) and its answer: the sequence
+// of a grant the store made; none for one made without it (--on-store-error=allow).
+std::optional<std::int64_t> grant_of(const Acquired& acquired) {
+  if (acquired.failed_open) {
+    ::unsetenv("RATELIMIT_GRANT");
+    return std::nullopt;
+  }
+  ::setenv("RATELIMIT_GRANT", std::to_string(acquired.decision.grant.seq).c_str(), 1);
+  return acquired.decision.grant.seq;
+}
+
+// run --backoff-on or --observe: the command runs as a child, as many times as --retries
+// allows; each exit with a status of --backoff-on pauses the key, for longer each time, and
+// under --observe each answer is observed (a 429 or 503 pauses the key as the server asks).
+int run_retrying(const RunOptions& options, StoreOpener& stores, const OutputSettings& output,
+                 LimitedRequest request, core::Nanos max_wait, const RetryOptions& retry) {
+  request.awaits_answer = retry.observe;
+  core::Nanos jitter = parse_jitter(options.jitter);
+  RetryingRuns runs(retry, stores, output, request.key, options.command);
   util::InterruptSignals signals;
   Asking asking = options.no_wait ? Asking::now_to_run : Asking::for_the_next;
-  for (int attempt = 0;; ++attempt) {
-    Acquired acquired = acquire_from_store(stores, output, signals, request, asking, max_wait);
+  for (;;) {
+    Acquired acquired =
+        acquire_from_store(stores, output, signals, request, asking, max_wait, jitter);
     if (acquired.signal != 0) {
       return 128 + acquired.signal;
     }
     if (!acquired.decision.allowed) {
       return output.limited_exit_code;
     }
+    std::optional<std::int64_t> grant = grant_of(acquired);
     // The command inherits standard output: what is buffered goes first.
     if (!check_stdout()) {
       throw OutputError();
     }
     signals.restore();
-    int status = util::run_child(options.command);
+    ChildRun run = runs.run(grant);
     signals.block();
-    bool backs_off = std::find(options.backoff_on.begin(), options.backoff_on.end(), status) !=
-                     options.backoff_on.end();
-    if (!backs_off) {
-      return status;
-    }
-    core::Nanos delay = core::backoff_delay(base, cap, attempt, jitter(entropy));
-    bool retrying = attempt < retries;
-    auto add_backoff = [&](util::JsonObject& object) {
-      object.field("exit_status", std::int64_t{status})
-          .field("backoff_ms", core::ceil_millis(delay))
-          .field("retry", retrying);
-    };
-    try {
-      pause_key(output.json, *stores.open(), request.key, delay, add_backoff);
-    } catch (const store::StoreError& error) {
-      if (stores.falls_back_locally(error)) {
-        // Where the retry decides while the store is out of reach.
-        pause_key(output.json, *stores.fall_back_locally(error), request.key, delay, add_backoff);
-      } else if (!stores.fail_open(error)) {
-        // Under --on-store-error=allow the retry goes on without the pause.
-        throw;
-      }
-    }
-    if (!output.quiet) {
-      util::write_stderr(fmt::format(
-          "ratelimit: {} exited with {}: {} paused for {}{}\n",
-          util::printable_key(options.command[0]), status, util::printable_key(request.key),
-          core::format_duration(delay),
-          retrying ? fmt::format("; retry {} of {} after the pause", attempt + 1, retries)
-                   : std::string()));
-    }
-    if (!retrying) {
-      return status;
+    if (!runs.again(run)) {
+      return run.status;
     }
     // A retry waits for its slot after the pause, even under --no-wait: the pause is why
     // it was made.
@@ -176,9 +186,11 @@ int run_backing_off(const RunOptions& options, StoreOpener& stores, const Output
 
 // -j and --until-exit: the command runs as a child that holds a slot until it exits.
 int run_holding_slot(RunOptions options, ConfigFiles& config, StoreOpener& stores,
-                     const OutputSettings& output) {
+                     const OutputSettings& output, const RetryOptions& retry) {
   HoldingRun run;
   run.until_exit = options.until_exit;
+  run.retry = &retry;
+  run.jitter = parse_jitter(options.jitter);
   if (options.concurrency) {
     run.concurrency = parse_positive("--concurrency", *options.concurrency);
   }
@@ -202,6 +214,7 @@ int run_holding_slot(RunOptions options, ConfigFiles& config, StoreOpener& store
       options.limit.bursts.clear();
     }
     run.request = resolve(options.limit);
+    run.request.awaits_answer = retry.observe;
   } else {
     check_key(options.limit.key);
     run.request.key = options.limit.key;
@@ -243,14 +256,9 @@ int run_run(RunOptions options, const OutputSettings& output, ConfigFiles& confi
   if (options.lease && !options.concurrency && !options.until_exit) {
     throw UsageError("--lease applies to -j and --until-exit; give one of them");
   }
-  core::Nanos max_pause = check_observe_run_options(
-      options.observe, options.concurrency || options.until_exit, !options.backoff_on.empty());
+  RetryOptions retry = retry_options(options);
   if (options.concurrency || options.until_exit) {
-    if (!options.backoff_on.empty()) {
-      throw UsageError("--backoff-on does not combine with -j or --until-exit; back off with "
-                       "`ratelimit pause \"$RATELIMIT_KEY\" DURATION` from the command instead");
-    }
-    return run_holding_slot(std::move(options), config, stores, output);
+    return run_holding_slot(std::move(options), config, stores, output, retry);
   }
   std::optional<std::string> named_timeout = named_limit(options, config);
   if (!options.timeout) {
@@ -262,39 +270,25 @@ int run_run(RunOptions options, const OutputSettings& output, ConfigFiles& confi
         "no command to run; expected ratelimit run KEY [-r N/PERIOD] [--] COMMAND [ARG...]");
   }
   core::Nanos max_wait = parse_timeout(options.timeout);
-  if (options.backoff_on.empty()) {
-    for (const auto& [given, name] :
-         {std::pair{options.retries.has_value(), "--retries"},
-          std::pair{options.backoff.has_value(), "--backoff"},
-          std::pair{options.backoff_max.has_value(), "--backoff-max"}}) {
-      if (given) {
-        throw UsageError(fmt::format("{} applies only with --backoff-on CODE; expected ratelimit "
-                                     "run KEY --backoff-on CODE {} ... -- COMMAND",
-                                     name, name));
-      }
-    }
-  }
   // What a command needs to call `ratelimit pause "$RATELIMIT_KEY"` on the same store.
   stores.export_environment();
   ::setenv("RATELIMIT_KEY", request.key.c_str(), 1);
-  if (!options.backoff_on.empty()) {
-    return run_backing_off(options, stores, output, request, max_wait);
+  if (!retry.backoff_on.empty() || retry.observe) {
+    return run_retrying(options, stores, output, request, max_wait, retry);
   }
   util::InterruptSignals signals;
   // The store is closed again before the command runs.
-  Acquired acquired =
-      acquire_from_store(stores, output, signals, request,
-                         options.no_wait ? Asking::now_to_run : Asking::for_the_next, max_wait);
+  Acquired acquired = acquire_from_store(
+      stores, output, signals, request, options.no_wait ? Asking::now_to_run : Asking::for_the_next,
+      max_wait, parse_jitter(options.jitter));
   if (acquired.signal != 0) {
     return 128 + acquired.signal;
   }
   if (!acquired.decision.allowed) {
     return output.limited_exit_code;
   }
+  grant_of(acquired);
   signals.restore();
-  if (options.observe.observe) {
-    return run_observed(options.command, stores, output, request.key, max_pause, signals);
-  }
   return execute(options.command);
 }
 
@@ -354,7 +348,8 @@ CommandRun setup_run(CLI::App& app) {
       ->option_text("DURATION");
   command
       ->add_option("--retries", options->retries,
-                   "With --backoff-on: run COMMAND again after the pause, up to N times")
+                   "With --backoff-on or --observe: run COMMAND again after the pause, up to N "
+                   "times")
       ->option_text("N")
       ->check(CLI::Range(0, 1000000));
   command
@@ -371,6 +366,11 @@ CommandRun setup_run(CLI::App& app) {
                    "after this (default 30s; renewed every third of it while it runs)")
       ->option_text("DURATION");
   add_observe_run_options(*command, options->observe);
+  command
+      ->add_option("--jitter", options->jitter,
+                   "Start COMMAND up to DURATION (at random) after a slot it waited for, so that "
+                   "waiters do not all start together")
+      ->option_text("DURATION");
   command
       ->add_option("command", options->command,
                    "The command and its arguments: from the first word after KEY that is not "

@@ -6,7 +6,6 @@
 #include "cli/report.hpp"
 #include "cli/usage_error.hpp"
 #include "store/store.hpp"
-#include "util/child_process.hpp"
 #include "util/clock.hpp"
 #include "util/json.hpp"
 #include "util/key_text.hpp"
@@ -202,11 +201,14 @@ void count_on_slots(store::Store& store, const HoldingRun& run, bool granted, co
 }
 
 // Takes a place on the run slots of `store` into `slots` and waits for the command's slot as
-// `run_holding` does. Returns the status to end with, or nothing when the command may start.
+// `run_holding` does; `grant` is the sequence of the rate's grant, when the store made one.
+// Returns the status to end with, or nothing when the command may start.
 std::optional<int> take_slot(store::Store& store, std::unique_ptr<store::RunSlots>& slots,
                              util::InterruptSignals& signals, const OutputSettings& output,
                              std::string_view local_fallback, const HoldingRun& run,
-                             const std::vector<core::RunCap>& caps) {
+                             const std::vector<core::RunCap>& caps,
+                             std::optional<std::int64_t>& grant) {
+  grant.reset();
   slots = store.run_slots(run.lease);
   RunSlotWait slot = wait_for_slot(*slots, signals, output, local_fallback, run, caps);
   if (slot.interrupted != 0) {
@@ -223,12 +225,14 @@ std::optional<int> take_slot(store::Store& store, std::unique_ptr<store::RunSlot
     // The rate's slot after the running slot: commands started in a burst once slots free
     // up would otherwise follow grants made long before.
     StoreGate gate(store, run.request, std::string(local_fallback));
-    Acquired acquired = acquire(gate, signals, output, run.request,
-                                run.no_wait ? Asking::now_to_run : Asking::for_the_next, left);
+    Acquired acquired =
+        acquire(gate, signals, output, run.request,
+                run.no_wait ? Asking::now_to_run : Asking::for_the_next, left, run.jitter);
     if (acquired.signal != 0 || !acquired.decision.allowed) {
       slots->finish();
       return acquired.signal != 0 ? 128 + acquired.signal : output.limited_exit_code;
     }
+    grant = acquired.decision.grant.seq;
   } else {
     // Granted by the slots alone: no decision of a rate counts it.
     count_on_slots(store, run, true, slot.slept ? slot.waited : 0);
@@ -254,66 +258,86 @@ std::vector<core::RunCap> run_caps(const HoldingRun& run) {
 
 int run_holding(const HoldingRun& run, StoreOpener& stores, const OutputSettings& output) {
   std::vector<core::RunCap> caps = run_caps(run);
+  RetryOptions no_retry;
+  RetryingRuns runs(run.retry ? *run.retry : no_retry, stores, output, run.request.key,
+                    run.command);
+  HoldingRun attempt = run;
   std::unique_ptr<store::Store> store;
-  std::unique_ptr<store::RunSlots> slots;
   util::InterruptSignals signals;
-  try {
-    store = stores.open();
-    if (std::optional<int> status =
-            take_slot(*store, slots, signals, output, stores.local_fallback(), run, caps)) {
-      return *status;
-    }
-  } catch (const store::StoreError& error) {
-    // A place the store gave before it failed stays taken there until its lease runs out,
-    // which never over-admits.
-    slots.reset();
-    if (stores.falls_back_locally(error)) {
-      store = stores.fall_back_locally(error);
-      if (std::optional<int> status =
-              take_slot(*store, slots, signals, output, stores.local_fallback(), run, caps)) {
+  for (;;) {
+    std::unique_ptr<store::RunSlots> slots;
+    std::optional<std::int64_t> grant;
+    try {
+      if (!store) {
+        store = stores.open();
+      }
+      if (std::optional<int> status = take_slot(*store, slots, signals, output,
+                                                stores.local_fallback(), attempt, caps, grant)) {
         return *status;
       }
-    } else if (!stores.fail_open(error)) {
-      throw;
-    }
-  }
-  if (!check_stdout()) {
-    if (slots) {
-      slots->finish();
-    }
-    throw OutputError();
-  }
-  signals.restore();
-  int status = 0;
-  try {
-    core::Nanos lease = slots ? slots->lease() : 0;
-    status = util::run_child(
-        run.command,
-        [&] {
-          try {
-            slots->renew();
-          } catch (const store::StoreError& error) {
-            util::write_stderr(
-                fmt::format("ratelimit: warning: cannot renew the slot: {}\n", error.what()));
-          }
-        },
-        lease / 3);
-  } catch (const std::runtime_error& error) {
-    if (slots) {
-      slots->finish();
-    }
-    util::write_stderr(fmt::format("ratelimit: {}\n", error.what()));
-    return k_exit_wrapper_failure;
-  }
-  if (slots) {
-    try {
-      slots->finish();
     } catch (const store::StoreError& error) {
-      util::write_stderr(
-          fmt::format("ratelimit: warning: cannot free the slot: {}\n", error.what()));
+      // A place the store gave before it failed stays taken there until its lease runs out,
+      // which never over-admits.
+      slots.reset();
+      if (stores.falls_back_locally(error)) {
+        store = stores.fall_back_locally(error);
+        if (std::optional<int> status = take_slot(*store, slots, signals, output,
+                                                  stores.local_fallback(), attempt, caps, grant)) {
+          return *status;
+        }
+      } else if (!stores.fail_open(error)) {
+        throw;
+      }
     }
+    if (!check_stdout()) {
+      if (slots) {
+        slots->finish();
+      }
+      throw OutputError();
+    }
+    if (grant) {
+      ::setenv("RATELIMIT_GRANT", std::to_string(*grant).c_str(), 1);
+    } else {
+      ::unsetenv("RATELIMIT_GRANT");
+    }
+    signals.restore();
+    ChildRun child;
+    try {
+      core::Nanos lease = slots ? slots->lease() : 0;
+      child = runs.run(
+          grant,
+          [&] {
+            try {
+              slots->renew();
+            } catch (const store::StoreError& error) {
+              util::write_stderr(
+                  fmt::format("ratelimit: warning: cannot renew the slot: {}\n", error.what()));
+            }
+          },
+          lease / 3);
+    } catch (const std::runtime_error& error) {
+      if (slots) {
+        slots->finish();
+      }
+      util::write_stderr(fmt::format("ratelimit: {}\n", error.what()));
+      return k_exit_wrapper_failure;
+    }
+    signals.block();
+    if (slots) {
+      try {
+        slots->finish();
+      } catch (const store::StoreError& error) {
+        util::write_stderr(
+            fmt::format("ratelimit: warning: cannot free the slot: {}\n", error.what()));
+      }
+    }
+    if (!runs.again(child)) {
+      return child.status;
+    }
+    // A retry waits for its slot after the pause, even under --no-wait: the pause is why it
+    // was made.
+    attempt.no_wait = false;
   }
-  return status;
 }
 
 } // namespace ratelimit::cli

@@ -2,6 +2,7 @@
 
 #include "cli/limit_options.hpp"
 #include "cli/output_settings.hpp"
+#include "cli/run_retrying.hpp"
 #include "cli/store_opener.hpp"
 #include "core/run_slots.hpp"
 
@@ -25,6 +26,10 @@ struct HoldingRun {
   // How long a holder counts as alive without renewing, where liveness needs a lease.
   core::Nanos lease = 30 * core::k_nanos_per_second;
   std::vector<std::string> command;
+  // What happens after the command: --backoff-on, --observe, --retries (none when null).
+  const RetryOptions* retry = nullptr;
+  // --jitter: a command that waited for its rate's slot starts up to this later.
+  core::Nanos jitter = 0;
 };
 
 // The caps of `run`: one per rate under --until-exit (held a period after the exit), and
@@ -37,6 +42,8 @@ std::vector<core::RunCap> run_caps(const HoldingRun& run);
 // frees the slot, and returns the command's status (128 + N for signal N). Limited: the
 // limited status, with the refusal reported as `run` reports it. The slots are those of the
 // store of `stores`, and of the local database after an outage under --on-store-error=local.
+// With `retry`, the command's end is handled as `run` handles it (RetryingRuns): a retry
+// takes a new slot, after the pause, as the first did (even under --no-wait).
 int run_holding(const HoldingRun& run, StoreOpener& stores, const OutputSettings& output);
 
 } // namespace ratelimit::cli

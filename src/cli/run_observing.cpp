@@ -22,24 +22,20 @@ namespace ratelimit::cli {
 void add_observe_run_options(CLI::App& run, ObserveRunOptions& options) {
   run.add_flag("--observe", options.observe,
                "Apply COMMAND's HTTP response head to KEY as observe does: curl gets "
-               "--dump-header; other commands write it to $RATELIMIT_HEADERS");
+               "--dump-header; other commands write it to $RATELIMIT_HEADERS; with --retries "
+               "a 429 or 503 is retried after the pause the server asked for");
   run.add_option("--max-pause", options.max_pause,
-                 "With --observe: the longest pause an answer may impose (default 5min)")
+                 "With --observe: the longest an answer may hold KEY (default 5min)")
       ->option_text("DURATION");
 }
 
-core::Nanos check_observe_run_options(const ObserveRunOptions& options, bool holding,
-                                      bool backing_off) {
+core::Nanos check_observe_run_options(const ObserveRunOptions& options) {
   if (!options.observe) {
     if (options.max_pause) {
       throw UsageError("--max-pause applies only with --observe; expected ratelimit run KEY "
                        "--observe --max-pause DURATION -- COMMAND");
     }
     return 0;
-  }
-  if (holding || backing_off) {
-    throw UsageError("--observe does not combine with -j, --until-exit or --backoff-on; "
-                     "expected ratelimit run KEY -r N/PERIOD --observe -- COMMAND");
   }
   return parse_max_pause(options.max_pause);
 }
@@ -111,12 +107,13 @@ void warn(const OutputSettings& output, const std::string& message) {
   }
 }
 
-// Reads the head at `plan.path` after the command, and observes it for `key`.
-void observe_head(const HeadPlan& plan, StoreOpener& stores, const OutputSettings& output,
-                  std::string_view key, core::Nanos max_pause) {
+// The head at `plan.path` after the command, understood; nothing when there is none to read
+// (the command failed before an answer, or wrote no head), with a warning when it is not a
+// head.
+std::optional<core::ServerAnswer> read_answer(const HeadPlan& plan, const OutputSettings& output) {
   if (plan.path.empty()) {
     warn(output, plan.problem);
-    return;
+    return std::nullopt;
   }
   core::AnswerInput input;
   HeadFile head;
@@ -124,10 +121,10 @@ void observe_head(const HeadPlan& plan, StoreOpener& stores, const OutputSetting
     head = read_head_file(plan.path, util::realtime_nanos());
   } catch (const UsageError& error) {
     warn(output, fmt::format("nothing observed: {}", error.what()));
-    return;
+    return std::nullopt;
   }
   if (head.text.empty()) {
-    return; // no answer came (the command failed before it, or wrote no head)
+    return std::nullopt;
   }
   input.head = head.text;
   input.arrived = head.arrived;
@@ -135,9 +132,23 @@ void observe_head(const HeadPlan& plan, StoreOpener& stores, const OutputSetting
   if (!answer) {
     warn(output,
          fmt::format("nothing observed: {}: {}", util::printable_key(plan.path), answer.error()));
-    return;
+    return std::nullopt;
   }
-  observe_answer(stores, output, key, *answer, max_pause, ObserveAfter::command);
+  return *answer;
+}
+
+// Observes the head at `plan.path` for `key`; without one, only the grant, which awaits no
+// answer any more.
+Observed observe_head(const HeadPlan& plan, StoreOpener& stores, const OutputSettings& output,
+                      std::string_view key, const ObserveSettings& settings) {
+  std::optional<core::ServerAnswer> answer = read_answer(plan, output);
+  if (!answer) {
+    if (settings.grant) {
+      forget_awaited_answer(stores, key, *settings.grant);
+    }
+    return {};
+  }
+  return observe_answer(stores, output, key, *answer, settings, ObserveAfter::command);
 }
 
 } // namespace
@@ -163,9 +174,10 @@ HeadPlan plan_head(std::vector<std::string> command, const std::string& private_
   return plan;
 }
 
-int run_observed(const std::vector<std::string>& command, StoreOpener& stores,
-                 const OutputSettings& output, std::string_view key, core::Nanos max_pause,
-                 util::InterruptSignals& signals) {
+ChildRun run_observed(const std::vector<std::string>& command, StoreOpener& stores,
+                      const OutputSettings& output, std::string_view key,
+                      const ObserveSettings& settings, const std::function<void()>& tick,
+                      std::int64_t tick_ns) {
   PrivateFile file;
   HeadPlan plan = plan_head(command, file.path());
   // A command that is not curl writes the head there; with curl's -D - it stays empty.
@@ -175,10 +187,12 @@ int run_observed(const std::vector<std::string>& command, StoreOpener& stores,
   if (!check_stdout()) {
     throw OutputError();
   }
-  int status = util::run_child(plan.command);
-  signals.block();
-  observe_head(plan, stores, output, key, max_pause);
-  return status;
+  ChildRun run;
+  run.status = util::run_child(plan.command, tick, tick_ns);
+  Observed observed = observe_head(plan, stores, output, key, settings);
+  run.throttled = observed.throttled;
+  run.answer_status = observed.status.value_or(0);
+  return run;
 }
 
 } // namespace ratelimit::cli

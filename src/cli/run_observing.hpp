@@ -1,10 +1,11 @@
 #pragma once
 
 #include "cli/cli11_fwd.hpp"
+#include "cli/observe.hpp"
 #include "cli/output_settings.hpp"
 #include "cli/store_opener.hpp"
-#include "util/signals.hpp"
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,11 +22,9 @@ struct ObserveRunOptions {
 // Adds --observe and --max-pause to `run`.
 void add_observe_run_options(CLI::App& run, ObserveRunOptions& options);
 
-// Checks --observe and --max-pause against the rest of the command line (`holding`: -j or
-// --until-exit; `backing_off`: --backoff-on), which they do not combine with; returns the
-// --max-pause. Throws UsageError.
-core::Nanos check_observe_run_options(const ObserveRunOptions& options, bool holding,
-                                      bool backing_off);
+// Checks --max-pause, which applies only with --observe, and returns it (0 without
+// --observe). Throws UsageError.
+core::Nanos check_observe_run_options(const ObserveRunOptions& options);
 
 // Where the response head of `command` is to be read, and how it gets there: the file
 // `curl --dump-header` names when the user gave one, else a private file of ours that a
@@ -45,12 +44,23 @@ struct HeadPlan {
 // left, and standard output (-D -) cannot be read.
 HeadPlan plan_head(std::vector<std::string> command, const std::string& private_path);
 
-// Runs `command` (the slot is granted; `signals` restored for it) as a child with a private
-// file (0600) for its response head, named in $RATELIMIT_HEADERS, and `--dump-header` added
-// when it is curl; after it exits, observes the head for `key` as `ratelimit observe` does
-// (a store failure is then a warning), removes the file, and returns the command's status.
-int run_observed(const std::vector<std::string>& command, StoreOpener& stores,
-                 const OutputSettings& output, std::string_view key, core::Nanos max_pause,
-                 util::InterruptSignals& signals);
+// How a command run as a child ended: its status, and under --observe whether its answer
+// was 429 or 503 (`answer_status`, that status).
+struct ChildRun {
+  int status = 0;
+  bool throttled = false;
+  int answer_status = 0;
+};
+
+// Runs `command` (the slot is granted; signals as the caller left them for it) as a child
+// (util::run_child, `tick` every `tick_ns`) with a private file (0600) for its response
+// head, named in $RATELIMIT_HEADERS, and `--dump-header` added when it is curl; after it
+// exits, observes the head for `key` as `ratelimit observe` does with `settings` (a store
+// failure is then a warning; no head: only the grant is told its answer came), removes the
+// file, and returns how it ended.
+ChildRun run_observed(const std::vector<std::string>& command, StoreOpener& stores,
+                      const OutputSettings& output, std::string_view key,
+                      const ObserveSettings& settings, const std::function<void()>& tick = {},
+                      std::int64_t tick_ns = 0);
 
 } // namespace ratelimit::cli

@@ -45,6 +45,43 @@ std::string describe_limits(const core::KeyState& state) {
   return text;
 }
 
+// A learned policy as `status` shows it: `10/5s "default"`, `5000`.
+std::string describe_policy(const core::LearnedPolicy& policy) {
+  std::string text = policy.window > 0 ? core::format_rate({policy.quota, policy.window})
+                                       : std::to_string(policy.quota);
+  if (!policy.name.empty()) {
+    text += " " + util::printable_key(policy.name);
+  }
+  return text;
+}
+
+std::string describe_policies(const core::KeyState& state) {
+  std::string text;
+  for (const core::LearnedPolicy& policy : state.server.policies) {
+    text += (text.empty() ? "" : ", ") + describe_policy(policy);
+  }
+  return text.empty() ? "-" : text;
+}
+
+std::string policies_json(const std::vector<core::LearnedPolicy>& policies) {
+  std::string json = "[";
+  for (const core::LearnedPolicy& policy : policies) {
+    util::JsonObject item;
+    item.field("field", policy.field)
+        .field("policy", policy.name)
+        .field("quota", policy.quota)
+        .raw_field("window_ms", policy.window > 0 ? json_millis(policy.window) : "null");
+    json += (json.size() > 1 ? "," : "") + item.str();
+  }
+  return json + "]";
+}
+
+// Whether `status` shows what servers said of a key: a budget, a policy, a 429 or 503.
+bool has_server_word(const store::KeyStatus& status) {
+  return status.standing.budget || !status.state.server.policies.empty() ||
+         status.counters.throttled > 0;
+}
+
 // The commands on a key's run slots (run -j, --until-exit), as a JSON array.
 std::string runs_json(const std::vector<store::RunEntry>& entries, std::string_view key) {
   std::string json = "[";
@@ -72,7 +109,8 @@ std::string counters_json(const store::KeyCounters& counters) {
   util::JsonObject object;
   object.field("granted", counters.granted)
       .field("limited", counters.limited)
-      .raw_field("waited_ms", json_millis(counters.waited_us * core::k_nanos_per_micro));
+      .raw_field("waited_ms", json_millis(counters.waited_us * core::k_nanos_per_micro))
+      .field("throttled", counters.throttled);
   return object.str();
 }
 
@@ -106,6 +144,8 @@ std::string json_status(const store::KeyStatus& status,
     limits.push_back(limit_state.limit);
   }
   object.raw_field("limits", limits_json(state.algorithm, limits, standing));
+  object.raw_field("budget", budget_json(standing.budget, standing.now))
+      .raw_field("policies", policies_json(state.server.policies));
   object.raw_field("counters", counters_json(status.counters));
   if (has_runs(entries, status.key)) {
     object.raw_field("runs", runs_json(entries, status.key));
@@ -260,6 +300,15 @@ int run_status(const StatusOptions& options, bool json, StoreOpener& stores) {
   if (paused) {
     rows.front().push_back("PAUSED UNTIL");
   }
+  // The columns of what servers said only when a key shown has some.
+  bool server = std::any_of(shown.begin(), shown.end(), [](const ShownKey& key) {
+    return key.status ? has_server_word(*key.status) : key.counters.throttled != 0;
+  });
+  if (server) {
+    for (const char* column : {"QUOTA LEFT", "QUOTA RESET", "POLICY", "429/503"}) {
+      rows.front().push_back(column);
+    }
+  }
   for (const ShownKey& key : shown) {
     if (key.status == nullptr) {
       rows.push_back({util::printable_key(key.key), "-", "-", "-", "-", "-", "-",
@@ -267,6 +316,12 @@ int run_status(const StatusOptions& options, bool json, StoreOpener& stores) {
                       core::format_duration(key.counters.waited_us * core::k_nanos_per_micro)});
       if (paused) {
         rows.back().push_back("-");
+      }
+      if (server) {
+        for (const char* none : {"-", "-", "-"}) {
+          rows.back().push_back(none);
+        }
+        rows.back().push_back(std::to_string(key.counters.throttled));
       }
       continue;
     }
@@ -284,6 +339,12 @@ int run_status(const StatusOptions& options, bool json, StoreOpener& stores) {
     if (paused) {
       rows.back().push_back(standing.paused_until > standing.now ? utc_time(standing.paused_until)
                                                                  : std::string("-"));
+    }
+    if (server) {
+      rows.back().push_back(standing.budget ? std::to_string(standing.budget->remaining) : "-");
+      rows.back().push_back(standing.budget ? utc_time(standing.budget->reset) : "-");
+      rows.back().push_back(describe_policies(status->state));
+      rows.back().push_back(std::to_string(status->counters.throttled));
     }
   }
   print_table(rows);

@@ -18,7 +18,12 @@ bool throttled(const std::optional<int>& status) {
 
 } // namespace
 
-AnswerPause answer_pause(const ServerAnswer& answer, Nanos now, Nanos max_pause, double jitter) {
+bool is_throttled(const ServerAnswer& answer) {
+  return throttled(answer.status);
+}
+
+AnswerPause answer_pause(const ServerAnswer& answer, Nanos now, Nanos max_pause, double jitter,
+                         Nanos backoff, int attempt) {
   AnswerPause pause;
   if (answer.retry_at && honours_retry_after(answer.status)) {
     if (*answer.retry_at <= now) {
@@ -28,8 +33,8 @@ AnswerPause answer_pause(const ServerAnswer& answer, Nanos now, Nanos max_pause,
     pause.asked = *answer.retry_at - now;
   } else if (throttled(answer.status)) {
     pause.cause = PauseCause::throttled;
-    Nanos base = std::min(k_throttled_pause, max_pause);
-    pause.asked = backoff_delay(base, std::max(base, max_pause), 0, jitter);
+    Nanos base = std::min(backoff, max_pause);
+    pause.asked = backoff_delay(base, std::max(base, max_pause), attempt, jitter);
   } else {
     return pause;
   }

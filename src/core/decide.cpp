@@ -154,13 +154,20 @@ void summarise(Decision& decision, const Rules& rules, std::span<const LimitStat
   }
 }
 
-// What a running pause (`decision.paused_until`) means to a decision's figures: nothing is
-// available until it ends, and the key is not fresh before.
-void apply_pause(Decision& decision) {
+// What a running pause (`decision.paused_until`) and the server's word mean to a decision's
+// figures: nothing is available until the pause ends, no more than the server budget has
+// left, and the key is not fresh before they end.
+void apply_server_word(Decision& decision, const ServerWord& word) {
   if (decision.paused_until > decision.now) {
     decision.remaining = 0;
     decision.reset_after = std::max(decision.reset_after, decision.paused_until - decision.now);
   }
+  decision.budget = budget_standing(word, decision.now);
+  if (decision.budget) {
+    decision.remaining = std::min(decision.remaining, decision.budget->remaining);
+  }
+  decision.reset_after =
+      std::max(decision.reset_after, server_word_until(word, decision.now) - decision.now);
 }
 
 } // namespace
@@ -173,6 +180,7 @@ Decision decide(KeyState& state, std::span<const Limit> limits, GrantLog& log,
   decision.now = std::max(request.now, state.clock);
   decision.limits.resize(limits.size());
   state.clock = decision.now;
+  forget_ended(state.server, decision.now);
   std::vector<LimitState> states = states_for(rules, state, limits, decision.now);
   // The stored limits this call does not name: the key remembers them after it.
   std::vector<LimitState> remembered = unnamed_by(rules, state, limits);
@@ -180,9 +188,11 @@ Decision decide(KeyState& state, std::span<const Limit> limits, GrantLog& log,
   Nanos at = decision.now;
   Nanos accept_from = std::numeric_limits<Nanos>::min();
   std::size_t refusing = limits.size();
-  // A queue is full when it holds too much after the key opens: a pause holds every
-  // waiter, and its reservations wait in the queue from its end, not from now.
-  Nanos opens = std::max(decision.now, state.paused_until);
+  // A queue is full when it holds too much after the key opens: a pause or the server
+  // budget holds every waiter, and its reservations wait in the queue from its end, not
+  // from now.
+  Nanos opens = std::max(
+      {decision.now, state.paused_until, budget_open(state.server, decision.now, request.cost)});
   for (std::size_t i = 0; i < limits.size(); ++i) {
     Slot slot = rules.earliest(limits[i], states[i], log, decision.now, request.cost);
     decision.limits[i].retry_after = slot.at - decision.now;
@@ -204,6 +214,11 @@ Decision decide(KeyState& state, std::span<const Limit> limits, GrantLog& log,
     at = std::max(at, state.paused_until);
   }
   at = protected_slot(rules, remembered, states.front(), log, at, request.cost);
+  if (Nanos open = budget_open(state.server, at, request.cost); open > at) {
+    // Nor past what the server said was left, before the reset that admits it.
+    decision.budget_until = open;
+    at = open;
+  }
   Nanos wait = at - decision.now;
   if (!request.reserve) {
     decision.refusal = wait == 0 ? Refusal::none : Refusal::later;
@@ -231,6 +246,8 @@ Decision decide(KeyState& state, std::span<const Limit> limits, GrantLog& log,
 
   if (decision.allowed) {
     decision.grant = {at, request.cost, {}};
+    decision.grant.seq =
+        count_grant(state.server, decision.now, at, request.cost, request.answer_wait);
     if (rules.shares_state()) {
       std::int64_t marker = rules.take(retention_limit(state, limits), states[0], log, decision.now,
                                        at, request.cost);
@@ -271,7 +288,7 @@ Decision decide(KeyState& state, std::span<const Limit> limits, GrantLog& log,
   summarise(decision, rules, states, log, decision.allowed && wait == 0);
   decision.reset_after =
       std::max(decision.reset_after, remembered_after(rules, state, log, decision.now));
-  apply_pause(decision);
+  apply_server_word(decision, state.server);
   return decision;
 }
 
@@ -297,6 +314,7 @@ void give_back(KeyState& state, std::span<const Limit> limits, GrantLog& log, Na
   forget_fresh(rules, remembered, log, state.clock);
   state.limits = std::move(states);
   state.remembered = std::move(remembered);
+  return_grant(state.server, grant.seq, grant.cost, grant.at);
 }
 
 Decision inspect(const KeyState& state, GrantLog& log, Nanos now, std::int64_t cost) {
@@ -326,14 +344,28 @@ Decision inspect(const KeyState& state, GrantLog& log, Nanos now, std::int64_t c
   decision.allowed = decision.wait == 0;
   decision.refusal = decision.allowed ? Refusal::none : Refusal::later;
   summarise(decision, rules, state.limits, log, decision.allowed);
-  if (state.limits.empty()) {
-    decision.remaining = 0; // a key that holds only a pause has no limit to count from
-  }
   decision.reset_after =
       std::max({decision.reset_after, retention_after(rules, state, decision.now),
                 remembered_after(rules, state, log, decision.now)});
-  apply_pause(decision);
+  settle_server_word(decision, state, cost);
   return decision;
+}
+
+void settle_server_word(Decision& standing, const KeyState& state, std::int64_t cost) {
+  Nanos at = standing.now + standing.wait;
+  if (Nanos open = budget_open(state.server, at, cost); open > at) {
+    standing.budget_until = open;
+    standing.wait = open - standing.now;
+    standing.allowed = false;
+    standing.refusal = Refusal::later;
+  }
+  if (state.limits.empty()) {
+    // A key that holds only what a server said has no limit to count from: what its budget
+    // has left, if it has one.
+    standing.remaining =
+        budget_standing(state.server, standing.now) ? std::numeric_limits<std::int64_t>::max() : 0;
+  }
+  apply_server_word(standing, state.server);
 }
 
 void read_earlier_version(KeyState& state) {
@@ -350,9 +382,17 @@ void read_earlier_version(KeyState& state) {
 }
 
 bool is_fresh(const KeyState& state, GrantLog& log, Nanos now) {
+  return !holds_server_word(state, std::max(now, state.clock)) && limits_fresh(state, log, now);
+}
+
+bool holds_server_word(const KeyState& state, Nanos now) {
+  return state.paused_until > now || server_word_until(state.server, now) > now;
+}
+
+bool limits_fresh(const KeyState& state, GrantLog& log, Nanos now) {
   const Rules& rules = rules_for(state.algorithm);
   Nanos time = std::max(now, state.clock);
-  if (state.paused_until > time || retention_after(rules, state, time) > 0) {
+  if (retention_after(rules, state, time) > 0) {
     return false;
   }
   return remembered_after(rules, state, log, time) == 0 &&
@@ -365,6 +405,15 @@ Nanos pause(KeyState& state, Nanos now, Nanos duration) {
   state.clock = std::max(state.clock, now);
   Nanos until = duration >= k_max_time - state.clock ? k_max_time : state.clock + duration;
   state.paused_until = std::max(state.paused_until, until);
+  return state.paused_until;
+}
+
+Nanos observe(KeyState& state, Nanos now, const Observation& observation) {
+  state.clock = std::max(state.clock, now);
+  if (observation.pause > 0) {
+    pause(state, state.clock, observation.pause);
+  }
+  observe_server(state.server, state.clock, observation);
   return state.paused_until;
 }
 

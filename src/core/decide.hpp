@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -23,6 +24,10 @@ struct Request {
   bool reserve = false;
   // With `reserve`: the longest acceptable wait; a later slot is refused, not reserved.
   Nanos max_wait = std::numeric_limits<Nanos>::max();
+  // Above 0: the caller will report its request's answer (`run --observe`); until then, and
+  // for at most this long after its slot (core::k_answer_wait), the grant counts as on its
+  // way to the server for the key's server budget.
+  Nanos answer_wait = 0;
 };
 
 // What a granted reservation took, so that an interrupted waiter can give it back.
@@ -30,6 +35,9 @@ struct Grant {
   Nanos at = 0;
   std::int64_t cost = 0;
   std::vector<std::int64_t> markers; // one per limit
+  // The key's grant sequence after this grant (ServerWord::grant_seq): what `observe
+  // --grant` names the request by.
+  std::int64_t seq = 0;
 };
 
 // The state of one limit after a decision.
@@ -71,6 +79,12 @@ struct Decision {
   // The end of the key's pause when one runs at the decision (`wait` reaches at least to
   // it, and `remaining` is 0); else 0.
   Nanos paused_until = 0;
+  // The reset of the server budget that held the request's slot back to it (the slot the
+  // limits and the pause allowed was past what the server said was left); else 0.
+  Nanos budget_until = 0;
+  // The key's server budget after the decision, when a ceiling runs: `remaining` is at most
+  // its remaining.
+  std::optional<BudgetStanding> budget;
   std::vector<LimitReport> limits;
   Grant grant;
 };
@@ -78,7 +92,8 @@ struct Decision {
 // Decides `request` for a key with `state` under `limits` (all or nothing), updating
 // `state` and `log` when granted. Pure: the only time is `request.now`. `limits` must have
 // passed `check_limits`. While the key is paused a `try` is refused until the pause ends,
-// and a reservation's slot is not before its end.
+// and a reservation's slot is not before its end; a slot past what the server budget holds
+// is moved to the reset that admits it (core::budget_open).
 Decision decide(KeyState& state, std::span<const Limit> limits, GrantLog& log,
                 const Request& request);
 
@@ -92,19 +107,40 @@ void give_back(KeyState& state, std::span<const Limit> limits, GrantLog& log, Na
 // what the key holds at `now` (or at its clock, when that is later).
 Decision inspect(const KeyState& state, GrantLog& log, Nanos now, std::int64_t cost = 1);
 
+// What the server word of `state` means to a standing computed without it, as core::inspect
+// applies it (the Redis store computes the rest in its script): a slot past the budget moves
+// to the reset that admits `cost`; the remaining count is at most the budget's; the key is
+// not fresh before its word ends.
+void settle_server_word(Decision& standing, const KeyState& state, std::int64_t cost = 1);
 // Reads `state` as stored by a version that did not keep KeyState::granted
 // (schema version 4 and earlier): for an algorithm that counts it, unknown, any number, and
 // each limit's slots as they mean now (Rules::read_earlier_version).
 void read_earlier_version(KeyState& state);
 
 // Whether `state` is a fresh key's at `now`: forgetting it would change no decision. A
-// paused key is not fresh until its pause ends.
+// paused key is not fresh until its pause ends, nor one with a server budget or an awaited
+// answer until they end.
 bool is_fresh(const KeyState& state, GrantLog& log, Nanos now);
+
+// Whether the limits of `state` are fresh at `now`, whatever its pause and server word:
+// a call naming other limits forgets them, and keeps the key only for what a server said
+// (`holds_server_word`).
+bool limits_fresh(const KeyState& state, GrantLog& log, Nanos now);
+
+// Whether `state` holds what a server said that still runs at `now`: a pause, a server
+// budget, a grant awaiting its answer.
+bool holds_server_word(const KeyState& state, Nanos now);
 
 // Pauses the key of `state` from its clock (`now`, or later when the clock stepped back)
 // for `duration`: it grants nothing until then. A pause already running that ends later
 // is kept: a pause extends one, never shortens it. The end is at most k_max_time. Returns
 // the end of the pause.
 Nanos pause(KeyState& state, Nanos now, Nanos duration);
+
+// Applies what a server answered to the key of `state` at its clock (`now`, or later when
+// the clock stepped back): the pause it asks for (core::pause), then where the quota
+// stands, the answered grant and the policies (core::observe_server). Returns the end of
+// the key's pause (0 or a past time when none runs).
+Nanos observe(KeyState& state, Nanos now, const Observation& observation);
 
 } // namespace ratelimit::core

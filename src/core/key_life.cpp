@@ -15,27 +15,25 @@ bool holds_limits(const KeyState& state, std::span<const Limit> limits) {
 }
 
 // Phase 1. A key whose state the call would not use as it stands (other limits, another
-// algorithm) and that holds nothing, a pause aside, is forgotten: `stored` becomes no key,
-// or a key that holds only its pause, with its clock. Returns whether it was.
+// algorithm) and whose limits hold nothing is forgotten: `stored` becomes no key, or a key
+// that holds only what a server said that still runs (a pause, a server budget, grants
+// awaiting their answers), with its clock. Returns whether it was.
 bool forget_if_fresh(std::optional<KeyState>& stored, const KeyCall& call, GrantLog& log) {
   if (!stored || stored->limits.empty() ||
       (stored->algorithm == call.algorithm && holds_limits(*stored, call.limits))) {
     return false;
   }
-  Nanos paused_until = stored->paused_until;
-  stored->paused_until = 0;
-  bool fresh = is_fresh(*stored, log, call.request.now);
-  stored->paused_until = paused_until;
-  if (!fresh) {
+  if (!limits_fresh(*stored, log, call.request.now)) {
     return false;
   }
   log.clear();
-  if (paused_until > std::max(call.request.now, stored->clock)) {
-    KeyState paused;
-    paused.algorithm = stored->algorithm;
-    paused.clock = stored->clock;
-    paused.paused_until = paused_until;
-    *stored = std::move(paused);
+  if (holds_server_word(*stored, std::max(call.request.now, stored->clock))) {
+    KeyState held;
+    held.algorithm = stored->algorithm;
+    held.clock = stored->clock;
+    held.paused_until = stored->paused_until;
+    held.server = std::move(stored->server);
+    *stored = std::move(held);
   } else {
     stored.reset();
   }
@@ -125,6 +123,21 @@ KeyOutcome pause_key(std::optional<KeyState> stored, Nanos now, Nanos duration, 
   if (was_stored || outcome.decision.paused_until > outcome.state.clock) {
     outcome.write = KeyWrite::state;
     outcome.fresh_at = fresh_at(outcome.state, log, now);
+  }
+  return outcome;
+}
+
+KeyOutcome observe_key(std::optional<KeyState> stored, Nanos now, const Observation& observation,
+                       GrantLog& log) {
+  KeyOutcome outcome;
+  bool was_stored = stored.has_value();
+  outcome.state = stored ? std::move(*stored) : KeyState{};
+  observe(outcome.state, now, observation);
+  forget_ended(outcome.state.server, outcome.state.clock);
+  outcome.decision = inspect(outcome.state, log, now);
+  if (was_stored || holds_server_word(outcome.state, outcome.state.clock)) {
+    outcome.write = KeyWrite::state;
+    outcome.fresh_at = outcome.decision.now + outcome.decision.reset_after;
   }
   return outcome;
 }

@@ -52,10 +52,11 @@ struct KeyOutcome {
 
 // Decides `call` on a key whose stored state is `stored` (none: no key) and whose grant
 // log is `log`, at `call.request.now`, in four phases:
-//  1. forget_if_fresh: a key that holds nothing (fresh but for a pause) and does not hold
+//  1. forget_if_fresh: a key that holds nothing (fresh but for what a server said: a
+//     pause, a server budget, grants awaiting their answers) and does not hold
 //     the call's limits and algorithm is forgotten, as gc would forget it and Redis lets it
 //     expire, so that no decision depends on when that happened: its log is cleared and
-//     only a pause it holds stays (a key that holds only a pause);
+//     only what a server said stays (a key that holds only that);
 //  2. settle_algorithm: a key in use keeps its own algorithm (a conflict when the call
 //     chose another); a key that holds only a pause, or none, takes the call's;
 //  3. decide (core::decide);
@@ -77,5 +78,13 @@ KeyOutcome give_back_to_key(std::optional<KeyState> stored, Algorithm algorithm,
 // (a pause of 0): then nothing is written. `decision.now` is the key's clock and
 // `decision.paused_until` the end of its pause.
 KeyOutcome pause_key(std::optional<KeyState> stored, Nanos now, Nanos duration, GrantLog& log);
+
+// Applies what a server answered for the key stored as `stored` at `now` (core::observe):
+// the pause it asks for, its quota standings as the server budget, the grant it answers, its
+// policies. A key that does not exist is made, holding only what the answer leaves to hold
+// (a pause, a budget), unless it leaves nothing (a policy alone, a pause of 0): then nothing
+// is written. `decision` is the key's standing after it (core::inspect).
+KeyOutcome observe_key(std::optional<KeyState> stored, Nanos now, const Observation& observation,
+                       GrantLog& log);
 
 } // namespace ratelimit::core

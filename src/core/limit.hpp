@@ -2,6 +2,7 @@
 
 #include "core/algorithm.hpp"
 #include "core/rate.hpp"
+#include "core/server_budget.hpp"
 
 #include <array>
 #include <cstdint>
@@ -42,8 +43,8 @@ struct LimitState {
 };
 
 // Everything stored for one key besides a sliding log's entries. A key with no limits holds
-// only a pause (`ratelimit pause` on a key never used): it belongs to no algorithm yet, and
-// `algorithm` means nothing until a call names one.
+// only what a server said (`ratelimit pause` or `observe` on a key never used): it belongs
+// to no algorithm yet, and `algorithm` means nothing until a call names one.
 struct KeyState {
   Algorithm algorithm = Algorithm::token_bucket;
   // The latest time this key has seen: a key's clock never runs backwards, so a system
@@ -72,6 +73,10 @@ struct KeyState {
   // Until when the key grants nothing to anyone, whatever its limits (`ratelimit pause`);
   // a time in the past, 0 included, is no pause.
   Nanos paused_until = 0;
+  // What the servers' answers said besides a pause (`ratelimit observe`): the server budget,
+  // the grants awaiting their answers, the learned policies, and the grant sequence they
+  // count by. A key that holds only a pause may hold these too.
+  ServerWord server{};
 };
 
 // Why `limits` cannot serve a request of `cost`, or nothing when they can: an empty list,

@@ -4,6 +4,7 @@
 #include "store/run_slots.hpp"
 
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -49,13 +50,14 @@ public:
 
 // What decisions on a key have counted since it was first used or last reset: requests
 // (calls, whatever their cost) granted and limited, and the time granted callers were to
-// sleep for their slots (`wait`, `run`), in microseconds. They only go up; they outlive the
-// key's state, and go when the key is reset or has made no decision for
-// `k_counter_retention`.
+// sleep for their slots (`wait`, `run`), in microseconds; and the answers 429 or 503 that
+// `observe` was given for it. They only go up; they outlive the key's state, and go when the
+// key is reset or has made no decision (observed no such answer) for `k_counter_retention`.
 struct KeyCounters {
   std::int64_t granted = 0;
   std::int64_t limited = 0;
   std::int64_t waited_us = 0;
+  std::int64_t throttled = 0;
 
   bool operator==(const KeyCounters&) const = default;
 };
@@ -86,6 +88,10 @@ struct KeyStatus {
 struct PauseStanding {
   core::Nanos now = 0;
   core::Nanos paused_until = 0;
+  // pause_of: the reset of a server budget overdrawn at `now` (core::overdrawn_until), else 0.
+  core::Nanos overdrawn_until = 0;
+  // observe: the key's server budget after the observation, when one runs.
+  std::optional<core::BudgetStanding> budget;
 };
 
 // Where keys live. Each call is one atomic read-modify-write of one key; nothing is held
@@ -131,8 +137,16 @@ public:
   // The pause of `key` now, without changing anything, for a waiter that wakes to check that
   // no pause began while it slept: serialised with `pause`, so that a pause is in force for
   // every waiter from the instant it says it begins (`now` is read after any pause that
-  // began before it has committed).
+  // began before it has committed). Also whether the key's server budget is overdrawn then:
+  // an answer observed while it slept may have said less was left than was granted.
   virtual PauseStanding pause_of(std::string_view key) = 0;
+
+  // Applies what a server answered for `key` (core::observe) from the store's now, in one
+  // transaction: the pause it asks for, the server budget, the answered grant, the policies;
+  // an answer 429 or 503 adds to the key's throttled count. A key that does not exist is
+  // created when the answer leaves it something to hold (a pause, a budget), holding only
+  // that. Returns the pause and the budget after it.
+  virtual PauseStanding observe(std::string_view key, const core::Observation& observation) = 0;
 
   // Forgets keys whose state is a fresh key's; returns their names. Also forgets the counters
   // of keys that have made no decision for `k_counter_retention`.

@@ -41,7 +41,7 @@ test_counters_after_granted_and_limited_calls() {
   expect_status 1 rl -q try api -r 2/min -a token-bucket
   expect_status 1 rl -q try api -r 2/min -a token-bucket
   expect_status 0 rl --json status api
-  expect_eq "{'granted': 2, 'limited': 2, 'waited_ms': 0}" "$(json_eval 'j[0]["counters"]' <<<"$OUT")" \
+  expect_eq "{'granted': 2, 'limited': 2, 'waited_ms': 0, 'throttled': 0}" "$(json_eval 'j[0]["counters"]' <<<"$OUT")" \
     "counters in status --json"
   expect_status 0 rl status api
   expect_contains "$(head -n 1 <<<"$OUT")" "GRANTED  LIMITED  WAITED"
@@ -100,7 +100,7 @@ test_metrics_text_of_odd_keys_is_valid() {
     "{'key': 'raw\ufffd', 'key_hex': '726177ff', 'result': 'granted'}")" "raw\\xff"
   expect_eq 0.0 "$(sample ratelimit_remaining "{'key': 'raw\ufffd', 'key_hex': '726177fe'}")" \
     "raw\\xfe"
-  expect_eq 54 "$(json_eval 'len(j)' <<<"$SAMPLES")" "samples: 9 keys, 6 series each"
+  expect_eq 63 "$(json_eval 'len(j)' <<<"$SAMPLES")" "samples: 9 keys, 7 series each"
 }
 
 test_metrics_families_and_help() {
@@ -244,7 +244,7 @@ test_counters_outlive_the_state_of_a_fresh_key() {
   [ "$STORE" = sqlite ] && rl gc
   # status shows what metrics shows: the key, by its counters.
   expect_status 0 rl --json status fresh
-  expect_eq "[{'key': 'fresh', 'algorithm': None, 'counters': {'granted': 2, 'limited': 0, 'waited_ms': 0}}]" \
+  expect_eq "[{'key': 'fresh', 'algorithm': None, 'counters': {'granted': 2, 'limited': 0, 'waited_ms': 0, 'throttled': 0}}]" \
     "$(json_eval j <<<"$OUT")" "status of a key with counters only"
   expect_status 0 rl status
   expect_true "a line for fresh in: $OUT" grep -Eq '^"fresh" +- +- +- +- +- +- +2 +0 ' <<<"$OUT"

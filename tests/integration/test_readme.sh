@@ -93,6 +93,31 @@ test_every_recipe_is_run() {
   expect_eq "" "$unmarked" "lines of README.md starting a block that is no recipe"
 }
 
+# An HTTP API that says where the quota stands: the answers' budget holds the workers, and a
+# 429 is retried, while another client spends the same quota.
+test_recipe_http_api_quota() {
+  command -v curl >/dev/null || { skip "no curl"; return 0; }
+  [ "$STORE" = sqlite ] || { skip "the Redis store keeps pauses only"; return 0; }
+  local text
+  text=$(recipe http-api-quota)
+  expect_contains "$text" "--observe" "the recipe" || return
+  # The README's stand-in: 10 calls per 5 s, another client spending 1 a second.
+  start_api arrivals --limit 10 --period 5 --window fixed --fields github --retry-after auto \
+    --other-rate 1
+  text=${text//https:\/\/api.example.com/http://127.0.0.1:$API_PORT}
+  seq 20 >ids.txt
+  bash -c "$text" >out 2>err
+  local status=$?
+  stop_api
+  expect_eq 0 "$status" "status of the recipe"
+  expect_eq 20 "$(grep -c ' 200 /items/' arrivals)" "calls answered 200 through the recipe"
+  expect_eq 20 "$(ls ./*.json | wc -l)" "files written"
+  # Only the first calls leave before any answer: the budget holds the others.
+  local throttled
+  throttled=$(grep -c ' 429 /items/' arrivals)
+  expect_true "at most 4 answers 429, not $throttled" test "$throttled" -le 4
+}
+
 # An HTTP API that allows 5 requests a second: with --until-exit, no 429 however the calls'
 # connection times vary; without it, as the README says, some.
 test_recipe_http_api() {

@@ -24,7 +24,33 @@ struct Arrival {
   core::Nanos max_wait = k_no_limit;
   int give_back = -1;        // before deciding, give back this earlier grant (an index)
   std::size_t limit_set = 0; // the limits the request names, an index into the key's sets
+  // Before deciding, an answer observed on the key (`observe`): what it said (its resets in
+  // the run's unit), and the earlier grant it answers (an index; -1: none named).
+  bool observes = false;
+  core::Observation observation{};
+  int answers = -1;
+  // The request awaits its answer (run --observe) for so long after its slot, in the run's
+  // unit (0: it does not).
+  core::Nanos answer_wait = 0;
 };
+
+// The request of `arrival` at `now`.
+inline core::Request request_of(const Arrival& arrival, core::Nanos now) {
+  core::Request request{now, arrival.cost, arrival.reserve, arrival.max_wait};
+  request.answer_wait = arrival.answer_wait;
+  return request;
+}
+
+// The observation of `arrival`, its grant named by the sequence of the grant it answers,
+// from `grants` (the grants so far, in order).
+inline core::Observation observation_of(const Arrival& arrival,
+                                        const std::vector<core::Grant>& grants) {
+  core::Observation observation = arrival.observation;
+  if (arrival.answers >= 0 && arrival.answers < static_cast<int>(grants.size())) {
+    observation.grant = grants[static_cast<std::size_t>(arrival.answers)].seq;
+  }
+  return observation;
+}
 
 inline core::Limit limit(std::int64_t count, core::Nanos period, std::int64_t burst = 0) {
   return {{count, period}, burst ? burst : count};
@@ -34,6 +60,9 @@ inline core::Limit limit(std::int64_t count, core::Nanos period, std::int64_t bu
 struct Comparison {
   std::string m_where;
   const char* m_side = "store";
+  // Whether the store keeps what servers said (the grant sequence, the server budget): the
+  // Redis script keeps a key's pause only.
+  bool m_server_word = true;
 
   bool same(std::int64_t expected, std::int64_t actual, const char* what) {
     if (expected == actual) {
@@ -44,17 +73,28 @@ struct Comparison {
     return false;
   }
 
+  bool same_budget(const std::optional<core::BudgetStanding>& expected,
+                   const std::optional<core::BudgetStanding>& actual) {
+    return same(expected.has_value(), actual.has_value(), "budget") &&
+           (!expected || (same(expected->remaining, actual->remaining, "budget remaining") &&
+                          same(expected->reset, actual->reset, "budget reset")));
+  }
+
   bool same_decision(const core::Decision& expected, const core::Decision& actual) {
-    bool ok = same(expected.allowed, actual.allowed, "allowed") &&
-              same(expected.now, actual.now, "now") && same(expected.wait, actual.wait, "wait") &&
-              same(static_cast<std::int64_t>(expected.binding),
-                   static_cast<std::int64_t>(actual.binding), "binding") &&
-              same(expected.remaining, actual.remaining, "remaining") &&
-              same(expected.reset_after, actual.reset_after, "reset_after") &&
-              same(expected.grant.at, actual.grant.at, "grant at") &&
-              same(expected.grant.cost, actual.grant.cost, "grant cost") &&
-              same(static_cast<std::int64_t>(expected.grant.markers.size()),
-                   static_cast<std::int64_t>(actual.grant.markers.size()), "markers");
+    bool ok =
+        same(expected.allowed, actual.allowed, "allowed") &&
+        same(expected.now, actual.now, "now") && same(expected.wait, actual.wait, "wait") &&
+        same(static_cast<std::int64_t>(expected.binding), static_cast<std::int64_t>(actual.binding),
+             "binding") &&
+        same(expected.remaining, actual.remaining, "remaining") &&
+        same(expected.reset_after, actual.reset_after, "reset_after") &&
+        same(expected.grant.at, actual.grant.at, "grant at") &&
+        same(expected.grant.cost, actual.grant.cost, "grant cost") &&
+        (!m_server_word || (same(expected.grant.seq, actual.grant.seq, "grant seq") &&
+                            same(expected.budget_until, actual.budget_until, "budget until") &&
+                            same_budget(expected.budget, actual.budget))) &&
+        same(static_cast<std::int64_t>(expected.grant.markers.size()),
+             static_cast<std::int64_t>(actual.grant.markers.size()), "markers");
     for (std::size_t i = 0; ok && i < expected.limits.size(); ++i) {
       ok =
           same(expected.limits[i].remaining, actual.limits[i].remaining, "limit remaining") &&
@@ -195,6 +235,11 @@ struct MemoryKey {
     return written(core::pause_key(stored, now, duration, log));
   }
 
+  // Applies what a server answered at `now`.
+  core::KeyOutcome observe(core::Nanos now, const core::Observation& observation) {
+    return written(core::observe_key(stored, now, observation, log));
+  }
+
   // Whether the key, if stored, holds nothing at `now`: gc may collect it.
   bool fresh(core::Nanos now) { return !stored || core::is_fresh(*stored, log, now); }
 
@@ -219,6 +264,8 @@ struct Run {
   Configuration configuration;
   std::vector<std::vector<core::Limit>> limit_sets;
   std::vector<Arrival> arrivals;
+  // The arrivals observe answers: the vectors count the server's word too.
+  bool server_word = false;
 };
 
 // Every run, with `second` the unit of time; the arrivals are the same in every unit.
@@ -247,6 +294,65 @@ inline std::vector<Run> runs(core::Nanos second) {
 
 // The core alone on `run`, as the harnesses mirror it: a key in memory; a grant given back
 // goes back to the key.
+// The runs whose arrivals also observe answers (core::observe): each of the stores' first
+// limits on every algorithm, answers saying how many are left until a reset within a few
+// periods, some naming the grant they answer, some requests awaiting their answers for a
+// while, in short steps.
+inline std::vector<Run> budget_runs(core::Nanos second) {
+  std::vector<Run> result;
+  std::uint64_t seed = 1000;
+  for (core::Algorithm algorithm : core::k_all_algorithms) {
+    auto in_micros = configurations(algorithm, 1'000'000);
+    auto in_unit = configurations(algorithm, second);
+    for (std::size_t i : {std::size_t{0}, std::size_t{3}}) {
+      auto sets = limit_sets(in_unit[i].limits);
+      std::vector<Arrival> arrivals =
+          random_arrivals(seed, algorithm, in_micros[i].limits, sets.size(), 250);
+      std::mt19937_64 random(seed++);
+      auto uniform = [&](std::int64_t low, std::int64_t high) {
+        return std::uniform_int_distribution<std::int64_t>(low, high)(random);
+      };
+      core::Nanos interval = in_micros[i].limits.front().rate.emission_interval();
+      core::Nanos elapsed = 0;
+      for (std::size_t n = 0; n < arrivals.size(); ++n) {
+        Arrival& arrival = arrivals[n];
+        // Short steps (the clock stepping back still), within 50 s in all.
+        arrival.advance = std::clamp<core::Nanos>(arrival.advance, -interval, 2 * interval);
+        if (elapsed + arrival.advance > 50'000'000) {
+          arrival.advance = 0;
+        }
+        elapsed += arrival.advance;
+        // Some end within the run.
+        arrival.answer_wait = uniform(0, 1) == 0 ? 0 : uniform(1, 40) * interval;
+        if (uniform(0, 3) == 0) {
+          arrival.observes = true;
+          arrival.answers = uniform(0, 2) == 0 ? -1 : static_cast<int>(uniform(0, n));
+          arrival.observation.throttled = uniform(0, 4) == 0;
+          arrival.observation.pause = uniform(0, 9) == 0 ? uniform(1, 2 * interval) : 0;
+          for (std::int64_t k = uniform(0, 2); k > 0; --k) {
+            arrival.observation.standings.push_back(
+                {uniform(0, 12), uniform(-interval, 30 * interval)});
+          }
+        }
+        for (core::SaidStanding& standing : arrival.observation.standings) {
+          standing.reset_after *= second / 1'000'000;
+        }
+        arrival.observation.pause *= second / 1'000'000;
+        arrival.answer_wait *= second / 1'000'000;
+        arrival.advance *= second / 1'000'000;
+        if (arrival.max_wait != k_no_limit) {
+          arrival.max_wait *= second / 1'000'000;
+        }
+      }
+      result.push_back({algorithm, in_unit[i], std::move(sets), std::move(arrivals), true});
+    }
+  }
+  return result;
+}
+
+// The core alone on `run`, as the harnesses mirror it: a decision is kept when granted or
+// when it changed a stored key's limits (or one holding what a server said); a grant given
+// back goes back to the key; an answer observed applies to it.
 inline std::vector<core::Decision> core_decisions(const Run& run) {
   MemoryKey key;
   struct Granted {
@@ -255,10 +361,14 @@ inline std::vector<core::Decision> core_decisions(const Run& run) {
     bool given_back;
   };
   std::vector<Granted> grants;
+  std::vector<core::Grant> granted_so_far;
   std::vector<core::Decision> decisions;
   core::Nanos now = run.configuration.start;
   for (const Arrival& arrival : run.arrivals) {
     now += arrival.advance;
+    if (arrival.observes) {
+      key.observe(now, observation_of(arrival, granted_so_far));
+    }
     if (arrival.give_back >= 0 && arrival.give_back < static_cast<int>(grants.size()) &&
         !grants[arrival.give_back].given_back) {
       Granted& granted = grants[arrival.give_back];
@@ -266,10 +376,11 @@ inline std::vector<core::Decision> core_decisions(const Run& run) {
       key.give_back(run.algorithm, run.limit_sets[granted.limit_set], granted.grant, now);
     }
     const std::vector<core::Limit>& limits = run.limit_sets.at(arrival.limit_set);
-    core::Request request{now, arrival.cost, arrival.reserve, arrival.max_wait};
-    core::Decision decision = key.decide({run.algorithm, true, limits, request}).decision;
+    core::Decision decision =
+        key.decide({run.algorithm, true, limits, request_of(arrival, now)}).decision;
     if (decision.allowed) {
       grants.push_back({decision.grant, arrival.limit_set, false});
+      granted_so_far.push_back(decision.grant);
     }
     decisions.push_back(std::move(decision));
   }
@@ -303,6 +414,13 @@ inline std::string vector_line(const char* unit, const Run& run,
     }
     for (std::int64_t marker : decision.grant.markers) {
       mix(marker);
+    }
+    if (run.server_word) {
+      for (std::int64_t value : {decision.grant.seq, decision.budget_until,
+                                 decision.budget ? decision.budget->remaining : -1,
+                                 decision.budget ? decision.budget->reset : 0}) {
+        mix(value);
+      }
     }
   }
   return fmt::format("{} {} \"{}\" granted {} denied {} digest {:016x}", unit,

@@ -36,6 +36,9 @@ public:
     return decide_at(now, cost, true, max_wait);
   }
 
+  // `request` as it is (its own time, cost and flags).
+  Decision ask(const Request& request) { return decide(m_state, m_limits, m_log, request); }
+
   // Gives back what `decision` reserved, at `now`.
   void cancel(Nanos now, const Decision& decision) {
     core::give_back(m_state, m_limits, m_log, now, decision.grant);

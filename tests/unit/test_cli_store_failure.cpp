@@ -64,6 +64,10 @@ public:
     check();
     return m_store.pause_of(key);
   }
+  store::PauseStanding observe(std::string_view key,
+                               const core::Observation& observation) override {
+    return m_store.observe(key, observation);
+  }
   std::vector<std::string> collect_garbage() override { return m_store.collect_garbage(); }
   core::Nanos now() override { return m_store.now(); }
   std::unique_ptr<store::RunSlots> run_slots(core::Nanos lease) override {

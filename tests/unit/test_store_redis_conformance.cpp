@@ -29,6 +29,7 @@ public:
       : m_script(script), m_algorithm(algorithm), m_limit_sets(std::move(limit_sets)),
         m_key(std::move(key)) {
     m_side = "script";
+    m_server_word = false;
     m_script.reset(m_key);
   }
 

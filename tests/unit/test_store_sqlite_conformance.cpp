@@ -47,6 +47,7 @@ public:
   int denied = 0;
   int given = 0;
   int collected = 0;
+  int held = 0; // decisions whose slot the server budget held
 
   // Runs `arrivals` from `start`; false at the first disagreement (already reported).
   bool run(core::Nanos start, const std::vector<Arrival>& arrivals) {
@@ -70,6 +71,9 @@ public:
         ++given;
         collected_at.reset(); // the states differ from here on, by what was given back
       }
+      if (arrival.observes && !observe(now, arrival)) {
+        return false;
+      }
       // A collection before the decision: the key's state is forgotten whenever gc finds it
       // fresh, as after a long pause between arrivals; the decision below must not mind.
       if (i % 7 == 3) {
@@ -78,7 +82,7 @@ public:
           return false;
         }
       }
-      core::Request request{now, arrival.cost, arrival.reserve, arrival.max_wait};
+      core::Request request = request_of(arrival, now);
       if (collected_at && now >= *collected_at) {
         // The collection changed no decision: the state it forgot decides the same.
         core::KeyCall call{m_algorithm, true, limits, request};
@@ -100,8 +104,10 @@ public:
       }
       if (expected.allowed) {
         m_grants.push_back({expected.grant, actual.grant, arrival.limit_set, false});
+        m_granted.push_back(expected.grant);
       }
       ++(expected.allowed ? allowed : denied);
+      held += expected.budget_until != 0 ? 1 : 0;
       if (i % 7 == 6) {
         // Now and then the `gc` command as well, which collects every fresh key: the
         // collection inside `decide` rarely finds this key fresh just after its decision.
@@ -118,6 +124,16 @@ public:
   }
 
 private:
+  // An answer observed on both sides at `now`; the budget after it compared. False on a
+  // disagreement (reported).
+  bool observe(core::Nanos now, const Arrival& arrival) {
+    core::Observation observation = observation_of(arrival, m_granted);
+    core::KeyOutcome expected = m_mirror.observe(now, observation);
+    store::PauseStanding actual = m_store.observe(m_key, observation);
+    return same(expected.decision.now, actual.now, "observed at") &&
+           same_budget(expected.decision.budget, actual.budget);
+  }
+
   // When the store no longer holds the key that the mirror holds, the key was collected (by
   // `gc`, or by a decision): its state must have been fresh at `now`. The mirror then goes
   // on from a new key, keeping what it forgot to check that it decides the same. False on
@@ -161,6 +177,11 @@ private:
     const core::KeyState& state = *m_mirror.stored;
     core::Decision expected = core::inspect(state, m_mirror.log, now);
     bool ok = same(state.clock, got.state.clock, "clock") &&
+              same(state.server.grant_seq, got.state.server.grant_seq, "grant seq") &&
+              same(1, state.server.budget == got.state.server.budget, "budget entries") &&
+              same(1, state.server.awaited == got.state.server.awaited, "awaited answers") &&
+              same(expected.budget_until, got.standing.budget_until, "budget until") &&
+              same_budget(expected.budget, got.standing.budget) &&
               same(state.log_period, got.state.log_period, "log period") &&
               same(static_cast<std::int64_t>(state.limits.size()),
                    static_cast<std::int64_t>(got.state.limits.size()), "limits") &&
@@ -186,6 +207,7 @@ private:
   std::string m_key;
   MemoryKey m_mirror;
   std::vector<Granted> m_grants;
+  std::vector<core::Grant> m_granted; // the core's grants, in order
 };
 
 } // namespace
@@ -211,6 +233,27 @@ TEST_CASE("store::sqlite::SqliteStore decides exactly as core::decide, for every
     collected += conformance.collected;
   }
   CHECK(collected > 0);
+}
+
+TEST_CASE("store::sqlite::SqliteStore decides as core::decide with what servers said, for "
+          "every algorithm") {
+  TemporaryDatabase database;
+  core::Nanos clock = 0;
+  store::sqlite::SqliteStore store(database.path(), 2 * k_second, store::Creation::if_missing,
+                                   [&clock] { return clock; });
+  int held = 0;
+  for (const Run& run : budget_runs(k_second)) {
+    std::string key =
+        fmt::format("{} {} budget", core::algorithm_name(run.algorithm), run.configuration.name);
+    CAPTURE(key);
+    Conformance conformance(store, clock, run.algorithm, run.limit_sets, key);
+    CHECK(conformance.run(run.configuration.start, run.arrivals));
+    CHECK(conformance.allowed > 25);
+    CHECK(conformance.denied > 25);
+    held += conformance.held;
+  }
+  // Some decisions were held by the budget.
+  CHECK(held > 20);
 }
 
 TEST_CASE("store::sqlite::SqliteStore collects a key exactly when the core says it is fresh") {

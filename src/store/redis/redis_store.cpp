@@ -306,12 +306,21 @@ std::size_t RedisStore::reset(std::span<const std::string> keys, bool all) {
 PauseStanding RedisStore::pause(std::string_view key, core::Nanos duration) {
   // Rounded up to whole microseconds: a pause is never shorter than asked.
   PauseStanding standing = m_script.pause(key, core::ceil_div(duration, k_micro), script_now());
-  return {to_nanos(standing.now), to_nanos(standing.paused_until)};
+  return {to_nanos(standing.now), to_nanos(standing.paused_until), 0, {}};
 }
 
 PauseStanding RedisStore::pause_of(std::string_view key) {
   PauseStanding standing = m_script.pause_of(key, script_now());
-  return {to_nanos(standing.now), to_nanos(standing.paused_until)};
+  return {to_nanos(standing.now), to_nanos(standing.paused_until), 0, {}};
+}
+
+PauseStanding RedisStore::observe(std::string_view key, const core::Observation& observation) {
+  // The script keeps a key's pause, not the rest of a server's word: an answer's quota
+  // standings, policies and 429/503 count are applied by the SQLite store only.
+  if (observation.pause > 0) {
+    return pause(key, observation.pause);
+  }
+  return pause_of(key);
 }
 
 std::vector<std::string> RedisStore::collect_garbage() {

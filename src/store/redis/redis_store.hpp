@@ -44,6 +44,7 @@ public:
   std::size_t reset(std::span<const std::string> keys, bool all) override;
   PauseStanding pause(std::string_view key, core::Nanos duration) override;
   PauseStanding pause_of(std::string_view key) override;
+  PauseStanding observe(std::string_view key, const core::Observation& observation) override;
   std::vector<std::string> collect_garbage() override;
   core::Nanos now() override;
   std::unique_ptr<RunSlots> run_slots(core::Nanos lease) override;

@@ -54,8 +54,9 @@ void SqliteStore::count(std::string_view key, const Row& stored, const KeyCounte
 }
 
 void SqliteStore::take_counters_of(std::string_view key, KeyCounters& tally, core::Nanos& touched) {
-  Statement& select = prepared(m_select_counters, "SELECT granted, limited, waited_us, "
-                                                  "touched_at FROM counters WHERE name = ?1");
+  Statement& select =
+      prepared(m_select_counters, "SELECT granted, limited, waited_us, touched_at, throttled "
+                                  "FROM counters WHERE name = ?1");
   select.bind_blob(1, key);
   bool found = select.step();
   if (found) {
@@ -63,6 +64,7 @@ void SqliteStore::take_counters_of(std::string_view key, KeyCounters& tally, cor
     tally.limited += select.column_int(1);
     tally.waited_us += select.column_int(2);
     touched = std::max(touched, select.column_int(3));
+    tally.throttled += select.column_int(4);
   }
   select.reset();
   if (found) {
@@ -72,11 +74,13 @@ void SqliteStore::take_counters_of(std::string_view key, KeyCounters& tally, cor
 
 void SqliteStore::keep_counters_of(std::int64_t id) {
   prepared(m_keep_counters,
-           "INSERT INTO counters (name, granted, limited, waited_us, touched_at) "
-           "SELECT name, granted, limited, waited_us, touched_at FROM keys "
-           "WHERE id = ?1 AND (granted != 0 OR limited != 0) ON CONFLICT (name) DO UPDATE SET "
+           "INSERT INTO counters (name, granted, limited, waited_us, touched_at, throttled) "
+           "SELECT name, granted, limited, waited_us, touched_at, throttled FROM keys "
+           "WHERE id = ?1 AND (granted != 0 OR limited != 0 OR throttled != 0) "
+           "ON CONFLICT (name) DO UPDATE SET "
            "granted = granted + excluded.granted, limited = limited + excluded.limited, "
            "waited_us = waited_us + excluded.waited_us, "
+           "throttled = throttled + excluded.throttled, "
            "touched_at = max(touched_at, excluded.touched_at)")
       .bind(1, id)
       .run();
@@ -85,15 +89,16 @@ void SqliteStore::keep_counters_of(std::int64_t id) {
 KeyCounters SqliteStore::counters_of(std::string_view key) {
   // In the key's row, or in the counters table when it has none.
   Statement& select =
-      prepared(m_counters_of, "SELECT granted, limited, waited_us FROM keys WHERE name = ?1 "
-                              "UNION ALL SELECT granted, limited, waited_us FROM counters "
-                              "WHERE name = ?1");
+      prepared(m_counters_of, "SELECT granted, limited, waited_us, throttled FROM keys "
+                              "WHERE name = ?1 UNION ALL SELECT granted, limited, waited_us, "
+                              "throttled FROM counters WHERE name = ?1");
   select.bind_blob(1, key);
   KeyCounters counters;
   while (select.step()) {
     counters.granted += select.column_int(0);
     counters.limited += select.column_int(1);
     counters.waited_us += select.column_int(2);
+    counters.throttled += select.column_int(3);
   }
   select.reset();
   return counters;
@@ -115,17 +120,18 @@ std::vector<NamedCounters> SqliteStore::counters(std::span<const std::string> ke
     auto read = [&](Statement& select) {
       while (select.step()) {
         result.push_back({std::string(select.column_blob(0)),
-                          {select.column_int(1), select.column_int(2), select.column_int(3)}});
+                          {select.column_int(1), select.column_int(2), select.column_int(3),
+                           select.column_int(4)}});
       }
       select.reset();
     };
     // From the keys' rows, and the counters table for the names that have none; a row that no
     // decision counted in (a pause's) has none.
     constexpr const char* k_counters =
-        "SELECT name, sum(granted), sum(limited), sum(waited_us) FROM ("
-        "SELECT name, granted, limited, waited_us FROM keys "
-        "WHERE (granted != 0 OR limited != 0){} UNION ALL "
-        "SELECT name, granted, limited, waited_us FROM counters{}) GROUP BY name";
+        "SELECT name, sum(granted), sum(limited), sum(waited_us), sum(throttled) FROM ("
+        "SELECT name, granted, limited, waited_us, throttled FROM keys "
+        "WHERE (granted != 0 OR limited != 0 OR throttled != 0){} UNION ALL "
+        "SELECT name, granted, limited, waited_us, throttled FROM counters{}) GROUP BY name";
     if (keys.empty()) {
       Statement all(m_database.handle(),
                     fmt::format(fmt::runtime(k_counters), "", "") + " ORDER BY name");
@@ -160,6 +166,26 @@ void SqliteStore::add_to_counters(std::string_view key, bool granted, core::Nano
     }
     return 0;
   });
+}
+
+void SqliteStore::count_throttle(std::string_view key, core::Nanos now) {
+  // In the key's row, else in the counters table; touched as a decision touches them, so
+  // that they are kept for the retention from now.
+  core::Nanos touched = touched_at(now);
+  prepared(m_throttle_row, "UPDATE keys SET throttled = throttled + 1, "
+                           "touched_at = max(touched_at, ?2) WHERE name = ?1")
+      .bind_blob(1, key)
+      .bind(2, touched)
+      .run();
+  if (sqlite3_changes(m_database.handle()) == 0) {
+    prepared(m_throttle_counters,
+             "INSERT INTO counters (name, throttled, touched_at) VALUES (?1, 1, ?2) "
+             "ON CONFLICT (name) DO UPDATE SET throttled = throttled + 1, "
+             "touched_at = max(touched_at, excluded.touched_at)")
+        .bind_blob(1, key)
+        .bind(2, touched)
+        .run();
+  }
 }
 
 } // namespace ratelimit::store::sqlite

@@ -21,9 +21,14 @@ namespace ratelimit::store::sqlite {
 
 namespace {
 
+// keys.throttled counts the answers 429 and 503 observed for the key, with its other
+// counters; keys.server holds what the servers said of it besides a pause (its grant
+// sequence, server budget, awaited answers and policies; state_codec.hpp), NULL for nothing.
+// Said here rather than in the DDL: SQLite parses the stored DDL, comments included, when a
+// process first reads the database, and every `try` is such a process.
 constexpr const char* k_schema = R"sql(
 PRAGMA application_id = 1380732244;
-PRAGMA user_version = 6;
+PRAGMA user_version = 7;
 PRAGMA journal_mode = WAL;
 CREATE TABLE keys (
   id INTEGER PRIMARY KEY,
@@ -42,9 +47,11 @@ CREATE TABLE keys (
   granted INTEGER NOT NULL DEFAULT 0,
   limited INTEGER NOT NULL DEFAULT 0,
   waited_us INTEGER NOT NULL DEFAULT 0,
-  touched_at INTEGER NOT NULL DEFAULT 0
+  touched_at INTEGER NOT NULL DEFAULT 0,
   -- granted to touched_at: the key's counters (`status`, `metrics`), in its row so that a
   -- decision writes one row; the counters table keeps those of the names that have no row.
+  throttled INTEGER NOT NULL DEFAULT 0,
+  server BLOB
 );
 CREATE INDEX keys_by_fresh_at ON keys (fresh_at);
 -- A sliding-log key's one log, whatever limits its calls named.
@@ -193,6 +200,11 @@ void SqliteDatabase::upgrade() {
     if (version == 5) {
       upgrade_from_version_5(m_db);
       version = 6;
+    }
+    // Version 7: the servers' word on a key, and its answers 429 and 503 counted.
+    if (version == 6) {
+      upgrade_from_version_6(m_db);
+      version = 7;
     }
     return version;
   });

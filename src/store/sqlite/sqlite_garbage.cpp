@@ -13,8 +13,9 @@
 namespace ratelimit::store::sqlite {
 
 void SqliteStore::prepare_collection() {
-  prepared(m_due, "SELECT id, algorithm, clock, limits, fresh_at, log_period, paused_until "
-                  "FROM keys WHERE fresh_at <= ?1 ORDER BY fresh_at LIMIT ?2");
+  static const std::string k_due = fmt::format(
+      "SELECT {} FROM keys WHERE fresh_at <= ?1 ORDER BY fresh_at LIMIT ?2", k_state_columns);
+  prepared(m_due, k_due.c_str());
   set_fresh_at_statement();
   forget_stale_counters_statement();
 }

@@ -31,7 +31,12 @@ std::optional<core::KeyState> decode_state(const Statement& statement) {
   } else {
     core::read_earlier_version(state);
   }
-  if (!core::within_bounds(state)) {
+  auto server = decode_server_word(statement.column_blob(7));
+  if (!server) {
+    return std::nullopt;
+  }
+  state.server = std::move(*server);
+  if (!core::within_bounds(state) || !core::within_bounds(state.server)) {
     return std::nullopt;
   }
   return state;

@@ -4,6 +4,7 @@
 
 #include "store/sqlite/sqlite_grant_log.hpp"
 #include "store/sqlite/sqlite_key_row.hpp"
+#include "store/sqlite/state_codec.hpp"
 
 #include <algorithm>
 
@@ -30,7 +31,7 @@ PauseStanding SqliteStore::pause(std::string_view key, core::Nanos duration) {
           .bind(4, std::max(fresh, row.fresh_at))
           .run();
     }
-    return PauseStanding{outcome.decision.now, outcome.decision.paused_until};
+    return PauseStanding{outcome.decision.now, outcome.decision.paused_until, 0, {}};
   });
 }
 
@@ -41,14 +42,18 @@ PauseStanding SqliteStore::pause_of(std::string_view key) {
   // inside the pause.
   // Prepared before the lock is taken, as a decision's statements are.
   Statement& select =
-      prepared(m_select_pause, "SELECT clock, paused_until FROM keys WHERE name = ?1");
+      prepared(m_select_pause, "SELECT clock, paused_until, server FROM keys WHERE name = ?1");
   return transaction([&] {
     select.bind_blob(1, key);
-    PauseStanding standing{now(), 0};
+    PauseStanding standing{now(), 0, 0, {}};
     if (select.step()) {
       standing.now = std::max(standing.now, select.column_int(0));
       core::Nanos until = select.column_int(1);
       standing.paused_until = until > standing.now ? until : 0;
+      // A server word that cannot be read holds nobody here; the decision after says so.
+      if (auto server = decode_server_word(select.column_blob(2))) {
+        standing.overdrawn_until = core::overdrawn_until(*server, standing.now);
+      }
     }
     select.reset();
     return standing;

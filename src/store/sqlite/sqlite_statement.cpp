@@ -10,7 +10,9 @@ Statement::Statement(sqlite3* db, std::string_view sql) : m_db(db) {
   }
 }
 
-Statement::~Statement() { sqlite3_finalize(m_statement); }
+Statement::~Statement() {
+  sqlite3_finalize(m_statement);
+}
 
 Statement& Statement::bind(int index, std::int64_t value) {
   sqlite3_bind_int64(m_statement, index, value);
@@ -26,6 +28,11 @@ Statement& Statement::bind_blob(int index, std::string_view bytes) {
 
 Statement& Statement::bind_text(int index, std::string_view text) {
   sqlite3_bind_text64(m_statement, index, text.data(), text.size(), SQLITE_STATIC, SQLITE_UTF8);
+  return *this;
+}
+
+Statement& Statement::bind_null(int index) {
+  sqlite3_bind_null(m_statement, index);
   return *this;
 }
 

@@ -20,6 +20,7 @@ public:
   Statement& bind(int index, std::int64_t value);
   Statement& bind_blob(int index, std::string_view bytes);
   Statement& bind_text(int index, std::string_view text);
+  Statement& bind_null(int index);
 
   // Advances to the next row; false when there is none. Throws StoreError on failure, with
   // the reason `throw_sqlite_error` finds.

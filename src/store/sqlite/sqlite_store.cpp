@@ -89,9 +89,11 @@ std::int64_t SqliteStore::insert(std::string_view key, std::string_view algorith
   take_counters_of(key, tally, touched);
   Statement& insert =
       prepared(m_insert, "INSERT INTO keys (name, algorithm, clock, limits, fresh_at, log_period, "
-                         "paused_until, granted, limited, waited_us, touched_at) "
-                         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
+                         "paused_until, granted, limited, waited_us, touched_at, server, "
+                         "throttled) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
+                         "?12, ?13)");
   std::string limits = encode_limits(state);
+  std::string server = encode_server_word(state.server);
   insert.bind_blob(1, key)
       .bind_text(2, algorithm)
       .bind(3, state.clock)
@@ -100,6 +102,8 @@ std::int64_t SqliteStore::insert(std::string_view key, std::string_view algorith
       .bind(6, state.log_period)
       .bind(7, state.paused_until);
   bind_counters(insert, 8, tally, touched);
+  bind_server(insert, 12, server);
+  insert.bind(13, tally.throttled);
   insert.run();
   return sqlite3_last_insert_rowid(m_database.handle());
 }
@@ -107,12 +111,14 @@ std::int64_t SqliteStore::insert(std::string_view key, std::string_view algorith
 void SqliteStore::write(const Row& row, core::Nanos fresh_at, const KeyCounters& tally,
                         core::Nanos now) {
   std::string limits = encode_limits(row.state);
+  std::string server = encode_server_word(row.state.server);
   Statement& update = update_statement();
   update.bind(1, row.id)
       .bind(2, row.state.clock)
       .bind_blob(3, limits)
       .bind(4, row.state.log_period);
   bind_counters(update, 5, tally, touched_at(now));
+  bind_server(update, 9, server);
   update.run();
   // Apart, and only when it has moved: a column in the SET list of an UPDATE rewrites its
   // index entry, whatever its value.
@@ -131,7 +137,17 @@ Statement& SqliteStore::update_statement() {
   // longer to prepare an UPDATE than to run it.
   return prepared(m_update, "UPDATE keys SET clock = ?2, limits = ?3, log_period = ?4, "
                             "granted = granted + ?5, limited = limited + ?6, "
-                            "waited_us = waited_us + ?7, touched_at = ?8 WHERE id = ?1");
+                            "waited_us = waited_us + ?7, touched_at = ?8, server = ?9 "
+                            "WHERE id = ?1");
+}
+
+void SqliteStore::bind_server(Statement& statement, int parameter, const std::string& server) {
+  // NULL for a key that holds nothing of a server's word, as the column's default.
+  if (server.empty()) {
+    statement.bind_null(parameter);
+  } else {
+    statement.bind_blob(parameter, server);
+  }
 }
 
 void SqliteStore::erase(std::int64_t id) {
@@ -288,9 +304,9 @@ std::size_t SqliteStore::reset(std::span<const std::string> keys, bool all) {
   return transaction([&] {
     std::size_t removed = 0;
     if (all) {
-      Statement count(
-          m_database.handle(),
-          "SELECT count(*) FROM (SELECT name FROM keys UNION SELECT name FROM counters)");
+      Statement count(m_database.handle(),
+                      "SELECT count(*) FROM (SELECT name FROM keys UNION SELECT name FROM "
+                      "counters)");
       count.step();
       removed = static_cast<std::size_t>(count.column_int(0));
       count.reset();
@@ -300,8 +316,8 @@ std::size_t SqliteStore::reset(std::span<const std::string> keys, bool all) {
       running.step();
       removed += static_cast<std::size_t>(running.column_int(0));
       running.reset();
-      m_database.execute(
-          "DELETE FROM grant_log; DELETE FROM keys; DELETE FROM counters; DELETE FROM runs");
+      m_database.execute("DELETE FROM grant_log; DELETE FROM keys; DELETE FROM counters; "
+                         "DELETE FROM runs");
       return removed;
     }
     // By id alone, without decoding the state: a damaged key can be reset too.

@@ -52,6 +52,7 @@ public:
   std::size_t reset(std::span<const std::string> keys, bool all) override;
   PauseStanding pause(std::string_view key, core::Nanos duration) override;
   PauseStanding pause_of(std::string_view key) override;
+  PauseStanding observe(std::string_view key, const core::Observation& observation) override;
   std::vector<std::string> collect_garbage() override;
   core::Nanos now() override;
   std::unique_ptr<RunSlots> run_slots(core::Nanos lease) override;
@@ -109,6 +110,10 @@ private:
   static KeyCounters counted(const core::Decision& decision);
   // When counters touched at `now` were last touched, as stored (rounded up); 0 for 0.
   static core::Nanos touched_at(core::Nanos now);
+  // Adds an answer 429 or 503 observed at `now` to the counters of `key`.
+  void count_throttle(std::string_view key, core::Nanos now);
+  // Binds the encoded server word `server` (state_codec.hpp) to `parameter` of `statement`.
+  static void bind_server(Statement& statement, int parameter, const std::string& server);
   // Binds `tally` and `touched` to the parameters `first` to `first` + 3 of `statement`.
   static void bind_counters(Statement& statement, int first, const KeyCounters& tally,
                             core::Nanos touched);
@@ -153,6 +158,9 @@ private:
   std::unique_ptr<Statement> m_counters_of;
   std::unique_ptr<Statement> m_erase_counters;
   std::unique_ptr<Statement> m_forget_stale_counters;
+  std::unique_ptr<Statement> m_update_observed;
+  std::unique_ptr<Statement> m_throttle_row;
+  std::unique_ptr<Statement> m_throttle_counters;
 };
 
 } // namespace ratelimit::store::sqlite

@@ -22,15 +22,17 @@ void execute(sqlite3* db, const char* sql) {
 
 // Adds the integer column `name` (NOT NULL DEFAULT 0) to the keys table, unless it has it:
 // a database made by a later version and marked older, as the tests make them, has it.
-void add_missing_column(sqlite3* db, std::string_view name) {
-  Statement has(db, "SELECT count(*) FROM pragma_table_info('keys') WHERE name = ?1");
+// Adds the column `name` of `type` to `table` unless it has it, so that a step can be retried.
+void add_missing_column(sqlite3* db, std::string_view name,
+                        std::string_view type = "INTEGER NOT NULL DEFAULT 0",
+                        std::string_view table = "keys") {
+  Statement has(db,
+                fmt::format("SELECT count(*) FROM pragma_table_info('{}') WHERE name = ?1", table));
   has.bind_text(1, name);
   bool present = has.step() && has.column_int(0) > 0;
   has.reset();
   if (!present) {
-    execute(
-        db,
-        fmt::format("ALTER TABLE keys ADD COLUMN {} INTEGER NOT NULL DEFAULT 0;", name).c_str());
+    execute(db, fmt::format("ALTER TABLE {} ADD COLUMN {} {};", table, name, type).c_str());
   }
 }
 
@@ -51,7 +53,9 @@ CREATE TABLE IF NOT EXISTS counters (
   granted INTEGER NOT NULL DEFAULT 0,
   limited INTEGER NOT NULL DEFAULT 0,
   waited_us INTEGER NOT NULL DEFAULT 0,
-  touched_at INTEGER NOT NULL DEFAULT 0
+  touched_at INTEGER NOT NULL DEFAULT 0,
+  -- The answers 429 and 503 observed for the key (since version 7).
+  throttled INTEGER NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS counters_by_touched_at ON counters (touched_at);
 )sql";
@@ -130,6 +134,13 @@ void upgrade_from_version_5(sqlite3* db) {
               "FROM counters AS c WHERE c.name = keys.name;"
               "DELETE FROM counters WHERE name IN (SELECT name FROM keys);"
               "PRAGMA user_version = 6;");
+}
+
+void upgrade_from_version_6(sqlite3* db) {
+  add_missing_column(db, "server", "BLOB");
+  add_missing_column(db, "throttled");
+  add_missing_column(db, "throttled", "INTEGER NOT NULL DEFAULT 0", "counters");
+  execute(db, "PRAGMA user_version = 7;");
 }
 
 } // namespace ratelimit::store::sqlite

@@ -25,4 +25,11 @@ void upgrade_from_version_2(sqlite3* db);
 // keeps those of the names that have none. Throws StoreError.
 void upgrade_from_version_5(sqlite3* db);
 
+// Upgrades a database of schema version 6 to version 7, inside the caller's write
+// transaction: version 7 keeps what the servers said of a key (its grant sequence, server
+// budget, awaited answers and learned policies) in the `server` column of its row, NULL for
+// a key that never heard from one, and counts the answers 429 and 503 observed per key
+// (`throttled`, in the row and in the counters table). Throws StoreError.
+void upgrade_from_version_6(sqlite3* db);
+
 } // namespace ratelimit::store::sqlite

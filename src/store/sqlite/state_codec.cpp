@@ -100,4 +100,148 @@ std::optional<StoredLimits> decode_limits(std::string_view bytes) {
   return stored;
 }
 
+namespace {
+
+// Reads int64 and padded strings from the front of `bytes`, failing once anything is short.
+class Reader {
+public:
+  explicit Reader(std::string_view bytes) : m_bytes(bytes) {}
+
+  std::optional<std::int64_t> number() {
+    if (m_bytes.size() < 8) {
+      return std::nullopt;
+    }
+    std::int64_t value = get(m_bytes, 0);
+    m_bytes.remove_prefix(8);
+    return value;
+  }
+
+  // A count of at most `most` items.
+  std::optional<std::size_t> count(std::size_t most) {
+    auto value = number();
+    if (!value || *value < 0 || static_cast<std::uint64_t>(*value) > most) {
+      return std::nullopt;
+    }
+    return static_cast<std::size_t>(*value);
+  }
+
+  std::optional<std::string> text(std::size_t most) {
+    auto size = count(most);
+    if (!size) {
+      return std::nullopt;
+    }
+    std::size_t padded = (*size + 7) / 8 * 8;
+    if (m_bytes.size() < padded ||
+        m_bytes.substr(*size, padded - *size).find_first_not_of('\0') != std::string_view::npos) {
+      return std::nullopt; // the padding is zeros, as encode_server_word writes it
+    }
+    std::string value(m_bytes.substr(0, *size));
+    m_bytes.remove_prefix(padded);
+    return value;
+  }
+
+  bool done() const { return m_bytes.empty(); }
+
+private:
+  std::string_view m_bytes;
+};
+
+void put_text(std::string& out, const std::string& text) {
+  put(out, static_cast<std::int64_t>(text.size()));
+  out += text;
+  out.append((8 - text.size() % 8) % 8, '\0');
+}
+
+} // namespace
+
+std::string encode_server_word(const core::ServerWord& word) {
+  std::string out;
+  if (word.grant_seq == 0 && word.budget.empty() && word.awaited.empty() && word.policies.empty()) {
+    return out;
+  }
+  put(out, word.grant_seq);
+  if (word.budget.empty() && word.awaited.empty() && word.policies.empty()) {
+    return out; // the sequence alone: what every key that granted keeps
+  }
+  put(out, static_cast<std::int64_t>(word.budget.size()));
+  for (const core::BudgetEntry& entry : word.budget) {
+    put(out, entry.ceiling);
+    put(out, entry.reset);
+  }
+  put(out, static_cast<std::int64_t>(word.awaited.size()));
+  for (const core::AwaitedAnswer& awaited : word.awaited) {
+    put(out, awaited.seq);
+    put(out, awaited.cost);
+    put(out, awaited.at);
+    put(out, awaited.until);
+  }
+  put(out, static_cast<std::int64_t>(word.policies.size()));
+  for (const core::LearnedPolicy& policy : word.policies) {
+    put(out, policy.quota);
+    put(out, policy.window);
+    put_text(out, policy.field);
+    put_text(out, policy.name);
+  }
+  return out;
+}
+
+std::optional<core::ServerWord> decode_server_word(std::string_view bytes) {
+  core::ServerWord word;
+  if (bytes.empty()) {
+    return word;
+  }
+  Reader read(bytes);
+  auto grant_seq = read.number();
+  if (grant_seq && read.done()) {
+    word.grant_seq = *grant_seq;
+    return word.grant_seq > 0 && core::within_bounds(word) ? std::optional(word) : std::nullopt;
+  }
+  auto entries = grant_seq ? read.count(core::k_max_budget_entries) : std::nullopt;
+  if (!entries) {
+    return std::nullopt;
+  }
+  for (std::size_t i = 0; i < *entries; ++i) {
+    auto ceiling = read.number();
+    auto reset = read.number();
+    if (!reset) {
+      return std::nullopt;
+    }
+    word.budget.push_back({*ceiling, *reset});
+  }
+  auto awaited = read.count(core::k_max_awaited_answers);
+  if (!awaited) {
+    return std::nullopt;
+  }
+  for (std::size_t i = 0; i < *awaited; ++i) {
+    auto seq = read.number();
+    auto cost = read.number();
+    auto at = read.number();
+    auto until = read.number();
+    if (!until) {
+      return std::nullopt;
+    }
+    word.awaited.push_back({*seq, *cost, *at, *until});
+  }
+  auto policies = read.count(core::k_max_policies);
+  if (!policies) {
+    return std::nullopt;
+  }
+  for (std::size_t i = 0; i < *policies; ++i) {
+    auto quota = read.number();
+    auto window = read.number();
+    auto field = window ? read.text(core::k_max_policy_text) : std::nullopt;
+    auto name = field ? read.text(core::k_max_policy_text) : std::nullopt;
+    if (!name) {
+      return std::nullopt;
+    }
+    word.policies.push_back({std::move(*field), std::move(*name), *quota, *window});
+  }
+  word.grant_seq = *grant_seq;
+  // What encode_server_word would not write: nothing at all.
+  if (!read.done() || !core::within_bounds(word) || encode_server_word(word).empty()) {
+    return std::nullopt;
+  }
+  return word;
+}
+
 } // namespace ratelimit::store::sqlite

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "core/limit.hpp"
+#include "core/server_budget.hpp"
 
 #include <optional>
 #include <string>
@@ -31,7 +32,20 @@ std::string encode_limits(const std::vector<core::LimitState>& limits,
 // (core::Rules::counts_granted).
 std::string encode_limits(const core::KeyState& state);
 
-// The inverse of `encode_limits`; nothing when `bytes` is not such an encoding.
+// The inverse of `encode_limits`; nothing when `bytes` is not such an encoding, or one
+// `encode_limits` would not write.
 std::optional<StoredLimits> decode_limits(std::string_view bytes);
+
+// What a key keeps of its servers' word (the `server` column, schema version 7), as bytes:
+// little-endian int64 throughout, its grant sequence; then, unless it holds none of them,
+// the count of ceilings then each (ceiling, reset), the count of awaited answers then each
+// (seq, cost, at, until), the count of policies then each (quota, window, the length of its
+// field, its bytes padded to 8, the length of its name, its bytes padded to 8). Empty for
+// a key that has granted nothing and holds none of them: the column is then NULL.
+std::string encode_server_word(const core::ServerWord& word);
+
+// The inverse of `encode_server_word`; nothing when `bytes` is not such an encoding or holds
+// more than the core's bounds.
+std::optional<core::ServerWord> decode_server_word(std::string_view bytes);
 
 } // namespace ratelimit::store::sqlite
