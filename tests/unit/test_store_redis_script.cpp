@@ -72,8 +72,9 @@ struct CheckedScript {
 std::vector<std::string> decide_arguments(const std::string& now, const std::string& algorithm,
                                           bool reserve, bool chosen) {
   // 1/min burst 1 and 5/h burst 5, periods in microseconds.
-  return {"decide", now, algorithm, "1", reserve ? "1" : "0", "-1", chosen ? "1" : "0", "0", "2",
-          "1", "60000000", "1", "5", "3600000000", "5"};
+  return {
+      "decide", now,        algorithm, "1", reserve ? "1" : "0", "-1", chosen ? "1" : "0", "0", "2",
+      "1",      "60000000", "1",       "5", "3600000000",        "5"};
 }
 
 std::int64_t element(const store::redis::RedisReply& reply, std::size_t index) {
@@ -109,8 +110,7 @@ TEST_CASE(
     CHECK_NOTHROW(script.run(keys, {"inspect", ""}));
     CHECK_NOTHROW(script.run(keys, {"pause", "", "1000000"}));
     CHECK_NOTHROW(script.run(keys, {"pause_of", ""}));
-    CHECK_NOTHROW(
-        script.run(keys, {"observe", "", "0", "1", "-1", "", "1", "3", "5000000"}));
+    CHECK_NOTHROW(script.run(keys, {"observe", "", "0", "1", "-1", "", "1", "3", "5000000"}));
     // Hours later the state is fresh: another algorithm takes the key, dropping its values.
     store::redis::RedisReply later = script.run(keys, {"inspect", ""});
     std::string hours_later = std::to_string(element(later, 3) + 10 * 3'600'000'000LL);

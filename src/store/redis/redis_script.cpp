@@ -259,9 +259,11 @@ core::Decision RedisScript::decide(std::string_view key, core::Algorithm algorit
 void RedisScript::give_back(std::string_view key, core::Algorithm algorithm,
                             std::span<const core::Limit> limits, const core::Grant& grant,
                             std::optional<core::Nanos> now) {
-  std::vector<std::string> arguments{"give_back", now_argument(now),
+  std::vector<std::string> arguments{"give_back",
+                                     now_argument(now),
                                      std::string(core::algorithm_name(algorithm)),
-                                     std::to_string(grant.at), std::to_string(grant.cost),
+                                     std::to_string(grant.at),
+                                     std::to_string(grant.cost),
                                      std::to_string(grant.seq)};
   add_limits(arguments, limits);
   for (std::size_t i = 0; i < limits.size(); ++i) {

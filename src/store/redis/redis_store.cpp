@@ -324,8 +324,10 @@ PauseStanding RedisStore::pause(std::string_view key, core::Nanos duration) {
 
 PauseStanding RedisStore::pause_of(std::string_view key) {
   PauseStanding standing = m_script.pause_of(key, script_now());
-  return {to_nanos(standing.now), to_nanos(standing.paused_until),
-          to_nanos(standing.overdrawn_until), {}};
+  return {to_nanos(standing.now),
+          to_nanos(standing.paused_until),
+          to_nanos(standing.overdrawn_until),
+          {}};
 }
 
 PauseStanding RedisStore::observe(std::string_view key, const core::Observation& observation) {
