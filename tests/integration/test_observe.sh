@@ -89,8 +89,6 @@ test_an_answer_that_asks_no_pause_leaves_a_budget() {
   expect_contains "$OUT" '"policies":[{"field":"x-ratelimit-limit","policy":"","quota":5000,"window_ms":null}]'
   expect_contains "$OUT" '"note":"read as epoch seconds (10^9 or more)"'
   expect_contains "$OUT" '{"field":"ratelimit","value":"\"p\";r=oops","note":"'
-  # The Redis store keeps pauses only: what follows is the SQLite store's.
-  [ "$STORE" = sqlite ] || return 0
   # No pause, but the quota's standing: a budget of 4999 until the reset, at most --max-pause
   # (5min) away, and the policy.
   expect_contains "$OUT" '"budget":{"remaining":4999,'
@@ -220,7 +218,6 @@ test_run_observe_reads_the_user_s_dump_header() {
 # 429 (those that left before any answer came), and --retries makes every call succeed.
 test_run_observe_follows_the_quota_the_answers_report() {
   command -v curl >/dev/null || { skip "no curl"; return 0; }
-  [ "$STORE" = sqlite ] || { skip "the Redis store keeps pauses only"; return 0; }
   start_api api.log --limit 4 --period 2 --window fixed --fields github --retry-after auto
   seq 12 | xargs -P 4 -I{} "$RATELIMIT" run api -r 50/s --observe --retries 5 -- \
     curl -s -o /dev/null "http://127.0.0.1:$API_PORT/item/{}" 2>errors

@@ -29,7 +29,6 @@ public:
       : m_script(script), m_algorithm(algorithm), m_limit_sets(std::move(limit_sets)),
         m_key(std::move(key)) {
     m_side = "script";
-    m_server_word = false;
     m_script.reset(m_key);
   }
 
@@ -56,7 +55,16 @@ public:
         m_script.give_back(m_key, m_algorithm, granted_limits, granted.script, now);
         ++given;
       }
-      core::Request request{now, arrival.cost, arrival.reserve, arrival.max_wait};
+      if (arrival.observes) {
+        core::Observation observation = observation_of(arrival, m_granted);
+        core::KeyOutcome observed = m_mirror.observe(now, observation);
+        store::PauseStanding actual = m_script.observe(m_key, observation, now);
+        if (!same(observed.decision.now, actual.now, "observed at") ||
+            !same_budget(observed.decision.budget, actual.budget)) {
+          return false;
+        }
+      }
+      core::Request request = request_of(arrival, now);
       core::Decision expected = m_mirror.decide({m_algorithm, true, limits, request}).decision;
       core::Decision actual = m_script.decide(m_key, m_algorithm, true, limits, request, true);
       if (!same_decision(expected, actual)) {
@@ -64,8 +72,10 @@ public:
       }
       if (expected.allowed) {
         m_grants.push_back({expected.grant, actual.grant, arrival.limit_set, false});
+        m_granted.push_back(expected.grant);
       }
       ++(expected.allowed ? allowed : denied);
+      held += expected.budget_until != 0 ? 1 : 0;
       if (i % 5 == 4 && !same_standing(now + arrival.advance / 2)) {
         return false;
       }
@@ -73,8 +83,9 @@ public:
     return true;
   }
 
-  // How many grants were given back.
+  // How many grants were given back, and decisions the server budget held.
   int given = 0;
+  int held = 0;
 
 private:
   struct Granted {
@@ -97,6 +108,11 @@ private:
     const core::KeyState& state = *m_mirror.stored;
     core::Decision expected = core::inspect(state, m_mirror.log, now);
     bool ok = same(state.clock, actual->state.clock, "clock") &&
+              same(state.server.grant_seq, actual->state.server.grant_seq, "grant seq") &&
+              same(1, state.server.budget == actual->state.server.budget, "budget entries") &&
+              same(1, state.server.awaited == actual->state.server.awaited, "awaited answers") &&
+              same(expected.budget_until, actual->standing.budget_until, "budget until") &&
+              same_budget(expected.budget, actual->standing.budget) &&
               same(state.log_period, actual->state.log_period, "log period") &&
               same(static_cast<std::int64_t>(state.limits.size()),
                    static_cast<std::int64_t>(actual->state.limits.size()), "limits") &&
@@ -124,6 +140,7 @@ private:
   std::string m_key;
   MemoryKey m_mirror;
   std::vector<Granted> m_grants;
+  std::vector<core::Grant> m_granted; // the core's grants, in order
 };
 
 } // namespace
@@ -144,6 +161,18 @@ void check_conformance(const test::RedisServer& server) {
     CHECK(conformance.denied > 25);
     CHECK(conformance.given >= 3);
   }
+  // With answers observed (conformance.hpp's budget_runs): the script keeps the server's word
+  // as the core does.
+  int held = 0;
+  for (const Run& run : budget_runs(k_second)) {
+    std::string key =
+        fmt::format("{} {} budget", core::algorithm_name(run.algorithm), run.configuration.name);
+    CAPTURE(key);
+    Conformance conformance(script, run.algorithm, run.limit_sets, key);
+    CHECK(conformance.run(run.configuration.start, run.arrivals));
+    held += conformance.held;
+  }
+  CHECK(held > 20);
 }
 
 } // namespace

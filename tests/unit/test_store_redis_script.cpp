@@ -72,8 +72,9 @@ struct CheckedScript {
 std::vector<std::string> decide_arguments(const std::string& now, const std::string& algorithm,
                                           bool reserve, bool chosen) {
   // 1/min burst 1 and 5/h burst 5, periods in microseconds.
-  return {"decide", now,        algorithm, "1", reserve ? "1" : "0", "-1", chosen ? "1" : "0", "2",
-          "1",      "60000000", "1",       "5", "3600000000",        "5"};
+  return {
+      "decide", now,        algorithm, "1", reserve ? "1" : "0", "-1", chosen ? "1" : "0", "0", "2",
+      "1",      "60000000", "1",       "5", "3600000000",        "5"};
 }
 
 std::int64_t element(const store::redis::RedisReply& reply, std::size_t index) {
@@ -100,15 +101,16 @@ TEST_CASE(
         script.run(keys, decide_arguments("", algorithm, true, true));
     REQUIRE(element(reserved, 2) == 1);
     CHECK_NOTHROW(script.run(
-        keys, {"give_back", "", algorithm, std::to_string(element(reserved, 8)), "1", "2", "1",
-               "60000000", "1", "5", "3600000000", "5", std::to_string(element(reserved, 13)),
-               std::to_string(element(reserved, 17))}));
+        keys, {"give_back", "", algorithm, std::to_string(element(reserved, 8)), "1",
+               std::to_string(element(reserved, 20)), "2", "1", "60000000", "1", "5", "3600000000",
+               "5", std::to_string(element(reserved, 13)), std::to_string(element(reserved, 17))}));
     // Another algorithm, not chosen: the key keeps its own, reading its values.
     std::string other = algorithm == "sliding-log" ? "token-bucket" : "sliding-log";
     CHECK(script.run(keys, decide_arguments("", other, false, false)).text() != "damaged");
     CHECK_NOTHROW(script.run(keys, {"inspect", ""}));
     CHECK_NOTHROW(script.run(keys, {"pause", "", "1000000"}));
     CHECK_NOTHROW(script.run(keys, {"pause_of", ""}));
+    CHECK_NOTHROW(script.run(keys, {"observe", "", "0", "1", "-1", "", "1", "3", "5000000"}));
     // Hours later the state is fresh: another algorithm takes the key, dropping its values.
     store::redis::RedisReply later = script.run(keys, {"inspect", ""});
     std::string hours_later = std::to_string(element(later, 3) + 10 * 3'600'000'000LL);

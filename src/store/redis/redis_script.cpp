@@ -3,6 +3,8 @@
 #include "store/redis/redis_keys.hpp"
 #include "util/key_text.hpp"
 
+#include <algorithm>
+#include <charconv>
 #include <fmt/format.h>
 #include <hiredis/hiredis.h>
 #include <limits>
@@ -67,6 +69,110 @@ std::string now_argument(std::optional<core::Nanos> now) {
   return now ? std::to_string(*now) : std::string();
 }
 
+// The server budget's standing that follows in a reply (remaining, -1 for none; reset) into
+// `decision`.
+void read_budget(ReplyReader& read, core::Decision& decision) {
+  std::int64_t remaining = read.integer();
+  core::Nanos reset = read.integer();
+  if (remaining >= 0) {
+    decision.budget = core::BudgetStanding{remaining, reset};
+  }
+}
+
+// The integers of a stored list ("a b c ..."), `width` at a time, or nothing when it is not
+// such a list.
+std::optional<std::vector<std::vector<std::int64_t>>> stored_list(std::string_view text,
+                                                                  std::size_t width) {
+  std::vector<std::int64_t> values;
+  while (!text.empty()) {
+    std::size_t end = text.find(' ');
+    std::string_view word = text.substr(0, end);
+    text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
+    if (word.empty()) {
+      continue;
+    }
+    std::int64_t value = 0;
+    auto [rest, error] = std::from_chars(word.data(), word.data() + word.size(), value);
+    if (error != std::errc() || rest != word.data() + word.size()) {
+      return std::nullopt;
+    }
+    values.push_back(value);
+  }
+  if (values.size() % width != 0) {
+    return std::nullopt;
+  }
+  std::vector<std::vector<std::int64_t>> list;
+  for (std::size_t i = 0; i < values.size(); i += width) {
+    list.emplace_back(values.begin() + static_cast<std::ptrdiff_t>(i),
+                      values.begin() + static_cast<std::ptrdiff_t>(i + width));
+  }
+  return list;
+}
+
+// The server word of grant sequence `seq` stored in the fields budget and awaited (times in
+// microseconds, as stored), or nothing when they cannot be read.
+std::optional<core::ServerWord> stored_word(std::int64_t seq, std::string_view budget,
+                                            std::string_view awaited) {
+  core::ServerWord word;
+  auto entries = stored_list(budget, 2);
+  auto answers = stored_list(awaited, 4);
+  if (!entries || !answers) {
+    return std::nullopt;
+  }
+  word.grant_seq = seq;
+  for (const auto& entry : *entries) {
+    word.budget.push_back({entry[0], entry[1]});
+  }
+  for (const auto& answer : *answers) {
+    word.awaited.push_back({answer[0], answer[1], answer[2], answer[3]});
+  }
+  return word;
+}
+
+// Policies as the script stores them: a line each, "quota window field<TAB>name" (window in
+// microseconds, 0 for none). Field names are tokens and policy names printable ASCII
+// (RFC 9651), with neither tabs nor line breaks.
+std::string encode_policies(const std::vector<core::LearnedPolicy>& policies) {
+  std::string text;
+  for (const core::LearnedPolicy& policy : policies) {
+    std::string name = policy.name;
+    std::replace_if(
+        name.begin(), name.end(), [](char c) { return c == '\t' || c == '\n'; }, ' ');
+    text += fmt::format("{} {} {}\t{}\n", policy.quota,
+                        core::ceil_div(policy.window, core::k_nanos_per_micro), policy.field, name);
+  }
+  return text;
+}
+
+std::optional<std::vector<core::LearnedPolicy>> decode_policies(std::string_view text) {
+  std::vector<core::LearnedPolicy> policies;
+  while (!text.empty()) {
+    std::size_t end = text.find('\n');
+    if (end == std::string_view::npos) {
+      return std::nullopt;
+    }
+    std::string_view line = text.substr(0, end);
+    text.remove_prefix(end + 1);
+    std::size_t tab = line.find('\t');
+    if (tab == std::string_view::npos) {
+      return std::nullopt;
+    }
+    std::string_view head = line.substr(0, tab);
+    std::size_t first = head.find(' ');
+    std::size_t second = first == std::string_view::npos ? first : head.find(' ', first + 1);
+    if (second == std::string_view::npos) {
+      return std::nullopt;
+    }
+    auto numbers = stored_list(head.substr(0, second), 2);
+    if (!numbers || numbers->size() != 1) {
+      return std::nullopt;
+    }
+    policies.push_back({std::string(head.substr(second + 1)), std::string(line.substr(tab + 1)),
+                        (*numbers)[0][0], (*numbers)[0][1] * core::k_nanos_per_micro});
+  }
+  return policies;
+}
+
 } // namespace
 
 void RedisScript::damaged(std::string_view key) const {
@@ -98,7 +204,8 @@ core::Decision RedisScript::decide(std::string_view key, core::Algorithm algorit
                                      request.max_wait == std::numeric_limits<core::Nanos>::max()
                                          ? "-1"
                                          : std::to_string(request.max_wait),
-                                     chosen ? "1" : "0"};
+                                     chosen ? "1" : "0",
+                                     std::to_string(request.answer_wait)};
   add_limits(arguments, limits);
   RedisReply reply = m_connection.run_script(keys_of(key), arguments);
   std::string status = checked_status(key, reply);
@@ -140,8 +247,11 @@ core::Decision RedisScript::decide(std::string_view key, core::Algorithm algorit
   }
   decision.refusal = static_cast<core::Refusal>(refusal);
   decision.paused_until = read.integer();
+  std::int64_t seq = read.integer();
+  decision.budget_until = read.integer();
+  read_budget(read, decision);
   if (decision.allowed) {
-    decision.grant = {at, request.cost, std::move(markers)};
+    decision.grant = {at, request.cost, std::move(markers), seq};
   }
   return decision;
 }
@@ -149,9 +259,12 @@ core::Decision RedisScript::decide(std::string_view key, core::Algorithm algorit
 void RedisScript::give_back(std::string_view key, core::Algorithm algorithm,
                             std::span<const core::Limit> limits, const core::Grant& grant,
                             std::optional<core::Nanos> now) {
-  std::vector<std::string> arguments{"give_back", now_argument(now),
+  std::vector<std::string> arguments{"give_back",
+                                     now_argument(now),
                                      std::string(core::algorithm_name(algorithm)),
-                                     std::to_string(grant.at), std::to_string(grant.cost)};
+                                     std::to_string(grant.at),
+                                     std::to_string(grant.cost),
+                                     std::to_string(grant.seq)};
   add_limits(arguments, limits);
   for (std::size_t i = 0; i < limits.size(); ++i) {
     arguments.push_back(std::to_string(i < grant.markers.size() ? grant.markers[i] : 0));
@@ -213,6 +326,19 @@ std::optional<KeyStatus> RedisScript::inspect(std::string_view key,
   for (std::int64_t i = 0; i < remembered; ++i) {
     status.state.remembered.push_back(read_limit_state(read));
   }
+  std::int64_t seq = read.integer();
+  std::string budget = read.text();
+  std::string awaited = read.text();
+  auto word = stored_word(seq, budget, awaited);
+  auto policies = decode_policies(read.text());
+  if (!word || !policies) {
+    damaged(key);
+  }
+  status.state.server = std::move(*word);
+  status.state.server.policies = std::move(*policies);
+  status.counters.throttled = read.integer();
+  standing.budget_until = read.integer();
+  read_budget(read, standing);
   return status;
 }
 
@@ -226,7 +352,33 @@ PauseStanding RedisScript::pause(std::string_view key, core::Nanos duration,
 PauseStanding RedisScript::pause_of(std::string_view key, std::optional<core::Nanos> now) {
   std::string arguments[] = {"pause_of", now_argument(now)};
   RedisReply reply = m_connection.run_script(keys_of(key), arguments);
-  return pause_reply(key, reply);
+  PauseStanding standing = pause_reply(key, reply);
+  standing.overdrawn_until = ReplyReader(reply, 3).integer();
+  return standing;
+}
+
+PauseStanding RedisScript::observe(std::string_view key, const core::Observation& observation,
+                                   std::optional<core::Nanos> now) {
+  std::vector<std::string> arguments{"observe",
+                                     now_argument(now),
+                                     std::to_string(observation.pause),
+                                     observation.throttled ? "1" : "0",
+                                     std::to_string(observation.grant.value_or(-1)),
+                                     encode_policies(observation.policies),
+                                     std::to_string(observation.standings.size())};
+  for (const core::SaidStanding& standing : observation.standings) {
+    arguments.push_back(std::to_string(standing.remaining));
+    arguments.push_back(std::to_string(standing.reset_after));
+  }
+  RedisReply reply = m_connection.run_script(keys_of(key), arguments);
+  PauseStanding standing = pause_reply(key, reply);
+  ReplyReader read(reply, 3);
+  std::int64_t remaining = read.integer();
+  core::Nanos reset = read.integer();
+  if (remaining >= 0) {
+    standing.budget = core::BudgetStanding{remaining, reset};
+  }
+  return standing;
 }
 
 void RedisScript::add_to_counters(std::string_view key, bool granted, std::int64_t waited) {

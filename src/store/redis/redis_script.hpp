@@ -44,6 +44,11 @@ public:
   // As Store::add_to_counters: `waited` in microseconds.
   void add_to_counters(std::string_view key, bool granted, std::int64_t waited);
 
+  // As core::observe (Store::observe), the observation's durations in microseconds; `now`
+  // explicit for tests.
+  PauseStanding observe(std::string_view key, const core::Observation& observation,
+                        std::optional<core::Nanos> now = std::nullopt);
+
 private:
   PauseStanding pause_reply(std::string_view key, const RedisReply& reply) const;
   // The reply's status (`ok`, `none`, `conflict`...); throws for `clock` and for `damaged`

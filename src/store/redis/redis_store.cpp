@@ -36,6 +36,10 @@ void decision_to_nanos(core::Decision& decision) {
   }
   // The markers stay as the script made them: only give_back reads them.
   decision.grant.at = to_nanos(decision.grant.at);
+  decision.budget_until = to_nanos(decision.budget_until);
+  if (decision.budget) {
+    decision.budget->reset = to_nanos(decision.budget->reset);
+  }
 }
 
 } // namespace
@@ -74,6 +78,8 @@ core::Decision RedisStore::decide(std::string_view key, core::Algorithm algorith
     // Waiting at most max_wait ns means at most floor(max_wait / 1000) whole microseconds.
     request.max_wait = request.max_wait / k_micro;
   }
+  // Awaited at least as long as asked.
+  request.answer_wait = core::ceil_div(request.answer_wait, k_micro);
   std::optional<core::Nanos> explicit_now = script_now();
   request.now = explicit_now.value_or(0);
   core::Decision decision =
@@ -201,6 +207,13 @@ std::vector<KeyStatus> RedisStore::status(std::span<const std::string> keys) {
         }
       }
     }
+    for (core::BudgetEntry& entry : status->state.server.budget) {
+      entry.reset = to_nanos(entry.reset);
+    }
+    for (core::AwaitedAnswer& awaited : status->state.server.awaited) {
+      awaited.at = to_nanos(awaited.at);
+      awaited.until = to_nanos(awaited.until);
+    }
     decision_to_nanos(status->standing);
     result.push_back(std::move(*status));
   }
@@ -311,16 +324,27 @@ PauseStanding RedisStore::pause(std::string_view key, core::Nanos duration) {
 
 PauseStanding RedisStore::pause_of(std::string_view key) {
   PauseStanding standing = m_script.pause_of(key, script_now());
-  return {to_nanos(standing.now), to_nanos(standing.paused_until), 0, {}};
+  return {to_nanos(standing.now),
+          to_nanos(standing.paused_until),
+          to_nanos(standing.overdrawn_until),
+          {}};
 }
 
 PauseStanding RedisStore::observe(std::string_view key, const core::Observation& observation) {
-  // The script keeps a key's pause, not the rest of a server's word: an answer's quota
-  // standings, policies and 429/503 count are applied by the SQLite store only.
-  if (observation.pause > 0) {
-    return pause(key, observation.pause);
+  // Durations rounded up to whole microseconds: a pause is never shorter than asked, a
+  // budget never ends earlier.
+  core::Observation micros = observation;
+  micros.pause = core::ceil_div(observation.pause, k_micro);
+  for (core::SaidStanding& standing : micros.standings) {
+    standing.reset_after = core::ceil_div(standing.reset_after, k_micro);
   }
-  return pause_of(key);
+  PauseStanding standing = m_script.observe(key, micros, script_now());
+  standing.now = to_nanos(standing.now);
+  standing.paused_until = to_nanos(standing.paused_until);
+  if (standing.budget) {
+    standing.budget->reset = to_nanos(standing.budget->reset);
+  }
+  return standing;
 }
 
 std::vector<std::string> RedisStore::collect_garbage() {

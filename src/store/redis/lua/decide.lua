@@ -186,19 +186,27 @@ local function summarise(decision, rules, states, log, pick_binding)
   end
 end
 
--- What a running pause means to a decision's figures: nothing is available until it ends,
--- and the key is not fresh before.
-local function apply_pause(decision)
+-- What a running pause (`decision.paused_until`) and the server's word mean to a decision's
+-- figures: nothing is available until the pause ends, no more than the server budget has
+-- left, and the key is not fresh before either ends.
+local function apply_server_word(decision, word)
   if decision.paused_until > decision.now then
     decision.remaining = 0
     decision.reset_after = math.max(decision.reset_after, decision.paused_until - decision.now)
   end
+  decision.budget_remaining, decision.budget_reset = budget_standing(word, decision.now)
+  if decision.budget_remaining then
+    decision.remaining = math.min(decision.remaining, decision.budget_remaining)
+  end
+  decision.reset_after =
+    math.max(decision.reset_after, server_word_until(word, decision.now) - decision.now)
 end
 
 local function new_decision(state, now, n)
   local decision = {allowed = false, algorithm = state.algorithm, refusal = k_refusal.none,
                     now = now, wait = 0, binding = 1, remaining = 0, reset_after = 0,
-                    paused_until = 0, limits = {}, grant = {at = 0, cost = 0, markers = {}}}
+                    paused_until = 0, budget_until = 0, limits = {},
+                    grant = {at = 0, cost = 0, seq = 0, markers = {}}}
   for i = 1, n do
     decision.limits[i] = {remaining = 0, reset_after = 0, retry_after = 0}
   end
@@ -212,6 +220,7 @@ local function decide(state, limits, log, request)
   local rules = algorithm.rules
   local decision = new_decision(state, math.max(request.now, state.clock), #limits)
   state.clock = decision.now
+  forget_ended(state.server, decision.now)
   local states = states_for(algorithm, state, limits, decision.now)
   -- The stored limits this call does not name: the key remembers them after it.
   local remembered = unnamed_by(algorithm, state, limits)
@@ -219,9 +228,11 @@ local function decide(state, limits, log, request)
   local at = decision.now
   local accept_from = -math.huge
   local refusing = nil
-  -- A queue is full when it holds too much after the key opens: a pause holds every
-  -- waiter, and its reservations wait in the queue from its end, not from now.
-  local opens = math.max(decision.now, state.paused_until)
+  -- A queue is full when it holds too much after the key opens: a pause or the server
+  -- budget holds every waiter, and its reservations wait in the queue from its end, not
+  -- from now.
+  local opens = math.max(decision.now, state.paused_until,
+                         budget_open(state.server, decision.now, request.cost))
   for i, limit in ipairs(limits) do
     local slot_at, slot_accept_from =
       rules.earliest(limit, states[i].slots, log, decision.now, request.cost)
@@ -244,6 +255,11 @@ local function decide(state, limits, log, request)
     at = math.max(at, state.paused_until)
   end
   at = protected_slot(rules, remembered, states[1], log, at, request.cost)
+  local open = budget_open(state.server, at, request.cost)
+  if open > at then
+    -- Nor past what the server said was left, before the reset that admits it.
+    decision.budget_until, at = open, open
+  end
   local wait = at - decision.now
   if not request.reserve then
     decision.refusal = wait == 0 and k_refusal.none or k_refusal.later
@@ -270,7 +286,9 @@ local function decide(state, limits, log, request)
   decision.wait = wait
 
   if decision.allowed then
-    decision.grant = {at = at, cost = request.cost, markers = {}}
+    decision.grant = {at = at, cost = request.cost, markers = {},
+                      seq = count_grant(state.server, decision.now, at, request.cost,
+                                        request.answer_wait)}
     if algorithm.shares_state then
       local marker = rules.take(retention_limit(state, limits), states[1].slots, log,
                                 decision.now, at, request.cost)
@@ -314,7 +332,7 @@ local function decide(state, limits, log, request)
   summarise(decision, rules, states, log, decision.allowed and wait == 0)
   decision.reset_after =
     math.max(decision.reset_after, remembered_after(rules, state, log, decision.now))
-  apply_pause(decision)
+  apply_server_word(decision, state.server)
   return decision
 end
 
@@ -342,6 +360,7 @@ local function give_back(state, limits, log, now, grant)
   local remembered = unnamed_by(algorithm, state, limits)
   state.remembered = forget_fresh(rules, remembered, log, state.clock)
   state.limits = states
+  return_grant(state.server, grant.seq, grant.cost, grant.at)
 end
 
 -- core::inspect: the key's standing under its stored limits, without changing it.
@@ -369,13 +388,23 @@ local function inspect(state, log, now, cost)
   decision.allowed = decision.wait == 0
   decision.refusal = decision.allowed and k_refusal.none or k_refusal.later
   summarise(decision, rules, state.limits, log, decision.allowed)
-  if #state.limits == 0 then
-    decision.remaining = 0 -- a key that holds only a pause has no limit to count from
-  end
   decision.reset_after = math.max(decision.reset_after,
                                   retention_after(algorithm, state, decision.now),
                                   remembered_after(rules, state, log, decision.now))
-  apply_pause(decision)
+  -- core::settle_server_word
+  local open = budget_open(state.server, at, cost)
+  if open > at then
+    decision.budget_until = open
+    decision.wait = open - decision.now
+    decision.allowed = false
+    decision.refusal = k_refusal.later
+  end
+  if #state.limits == 0 then
+    -- A key that holds only what a server said has no limit to count from: what its budget
+    -- has left, if it has one.
+    decision.remaining = budget_standing(state.server, decision.now) and math.huge or 0
+  end
+  apply_server_word(decision, state.server)
   return decision
 end
 
@@ -395,12 +424,19 @@ local function read_earlier_version(state)
   end
 end
 
--- core::is_fresh: whether forgetting the key at `now` would change no decision.
-local function is_fresh(state, log, now)
+-- core::holds_server_word: whether `state` holds what a server said that still runs at
+-- `now`: a pause, a server budget, a grant awaiting its answer.
+local function holds_server_word(state, now)
+  return state.paused_until > now or server_word_until(state.server, now) > now
+end
+
+-- core::limits_fresh: whether the limits of `state` are fresh at `now`, whatever its pause
+-- and server word.
+local function limits_fresh(state, log, now)
   local algorithm = algorithm_of(state)
   local rules = algorithm.rules
   local time = math.max(now, state.clock)
-  if state.paused_until > time or retention_after(algorithm, state, time) > 0 then
+  if retention_after(algorithm, state, time) > 0 then
     return false
   end
   if remembered_after(rules, state, log, time) ~= 0 then
@@ -415,6 +451,12 @@ local function is_fresh(state, log, now)
   return true
 end
 
+-- core::is_fresh: whether forgetting the key at `now` would change no decision.
+local function is_fresh(state, log, now)
+  return not holds_server_word(state, math.max(now, state.clock)) and
+           limits_fresh(state, log, now)
+end
+
 -- core::pause: pauses the key from its clock for `duration`; returns the end of the pause.
 local function pause(state, now, duration)
   state.clock = math.max(state.clock, now)
@@ -425,5 +467,20 @@ local function pause(state, now, duration)
     until_time = state.clock + duration
   end
   state.paused_until = math.max(state.paused_until, until_time)
+  return state.paused_until
+end
+
+-- core::observe: applies what a server answered at `now` (`observation`: pause, standings
+-- {{remaining, reset_after}...}, grant or nil, policies '' for none); returns the end of the
+-- key's pause.
+local function observe(state, now, observation)
+  state.clock = math.max(state.clock, now)
+  if observation.pause > 0 then
+    pause(state, state.clock, observation.pause)
+  end
+  observe_server(state.server, state.clock, observation.standings, observation.grant)
+  if observation.policies ~= '' then
+    state.server.policies = observation.policies
+  end
   return state.paused_until
 end

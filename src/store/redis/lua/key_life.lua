@@ -6,29 +6,26 @@
 
 local function new_key_state(algorithm)
   return {algorithm = algorithm, clock = 0, limits = {}, remembered = {}, log_period = 0,
-          granted = 0, paused_until = 0}
+          granted = 0, paused_until = 0, server = no_word()}
 end
 
 -- Phase 1. A key whose state the call would not use as it stands (other limits, another
--- algorithm) and that holds nothing, a pause aside, is forgotten: no key, or a key that holds
--- only its pause, with its clock. Returns the key, and whether it was forgotten.
+-- algorithm) and whose limits hold nothing is forgotten: no key, or a key that holds only
+-- what a server said that still runs (a pause, a server budget, grants awaiting their
+-- answers), with its clock. Returns the key, and whether it was forgotten.
 local function forget_if_fresh(stored, call, log)
   if not stored or #stored.limits == 0 or
       (stored.algorithm == call.algorithm and holds_limits(stored, call.limits)) then
     return stored, false
   end
-  local paused_until = stored.paused_until
-  stored.paused_until = 0
-  local fresh = is_fresh(stored, log, call.request.now)
-  stored.paused_until = paused_until
-  if not fresh then
+  if not limits_fresh(stored, log, call.request.now) then
     return stored, false
   end
   log.clear()
-  if paused_until > math.max(call.request.now, stored.clock) then
-    local paused = new_key_state(stored.algorithm)
-    paused.clock, paused.paused_until = stored.clock, paused_until
-    return paused, true
+  if holds_server_word(stored, math.max(call.request.now, stored.clock)) then
+    local held = new_key_state(stored.algorithm)
+    held.clock, held.paused_until, held.server = stored.clock, stored.paused_until, stored.server
+    return held, true
   end
   return nil, true
 end
@@ -110,6 +107,19 @@ local function pause_key(stored, now, duration, log)
   if stored or paused_until > outcome.state.clock then
     outcome.write = 'state'
     outcome.fresh_at = fresh_at(outcome.state, log, now)
+  end
+  return outcome
+end
+
+local function observe_key(stored, now, observation, log)
+  local outcome = {write = 'nothing', takes_algorithm = false, forgot = false, fresh_at = 0}
+  outcome.state = stored or new_key_state(nil)
+  observe(outcome.state, now, observation)
+  forget_ended(outcome.state.server, outcome.state.clock)
+  outcome.decision = inspect(outcome.state, log, now, 1)
+  if stored or holds_server_word(outcome.state, outcome.state.clock) then
+    outcome.write = 'state'
+    outcome.fresh_at = outcome.decision.now + outcome.decision.reset_after
   end
   return outcome
 end

@@ -32,7 +32,7 @@ local function load()
     return nil, 'damaged'
   end
   local flat = redis.call('HMGET', base, 'algorithm', 'clock', 'limits', 'log_period',
-                          'paused_until')
+                          'paused_until', 'grant_seq', 'budget', 'awaited', 'policies')
   if not flat[1] and not flat[2] and not flat[3] then
     return nil
   end
@@ -40,18 +40,27 @@ local function load()
   if not paused_until or not is_time(paused_until) then
     return nil, 'damaged'
   end
+  local word = decode_word(flat[6], flat[7], flat[8])
+  if not word then
+    return nil, 'damaged'
+  end
+  -- Stored as observe was given them (store::redis::encode_policies); read by the caller.
+  word.policies = flat[9] or ''
+  -- Whether the hash has fields of lists that save_word may have to delete.
+  word.stored_lists = (flat[7] or flat[8]) and true or false
   if not flat[1] and not flat[3] then
-    -- Only a pause (`ratelimit pause` on a key never used): no algorithm, no limits yet.
+    -- Only what a server said (`ratelimit pause` or `observe` on a key never used): no
+    -- algorithm, no limits yet.
     local clock = tonumber(flat[2])
     if not is_time(clock) or flat[4] then
       return nil, 'damaged'
     end
     return {algorithm = nil, clock = clock, limits = {}, remembered = {}, log_period = 0,
-            granted = 0, paused_until = paused_until}
+            granted = 0, paused_until = paused_until, server = word}
   end
   local state = {algorithm = flat[1], clock = tonumber(flat[2]), limits = {}, remembered = {},
                  log_period = tonumber(flat[4] or '0'), granted = 0,
-                 paused_until = paused_until}
+                 paused_until = paused_until, server = word}
   local values = {}
   for word in string.gmatch(flat[3] or '', '%S+') do
     values[#values + 1] = tonumber(word)
@@ -136,9 +145,29 @@ local function expiry_ms(duration)
   return ceil_div(duration, k_micros_per_milli) + 1
 end
 
+-- Writes the key's server word (its grant sequence, budget, awaited answers and policies)
+-- into its hash; an empty list is no field.
+local function save_word(word)
+  local set, gone = {'grant_seq', int(word.grant_seq)}, {}
+  for _, field in ipairs({'budget', 'awaited'}) do
+    if #word[field] > 0 then
+      set[#set + 1], set[#set + 2] = field, encode_list(word[field])
+    else
+      gone[#gone + 1] = field
+    end
+  end
+  if word.policies ~= '' then
+    set[#set + 1], set[#set + 2] = 'policies', word.policies
+  end
+  redis.call('HSET', base, unpack(set))
+  if #gone > 0 and word.stored_lists then
+    redis.call('HDEL', base, unpack(gone))
+  end
+end
+
 -- Writes the key's state: what a window key has granted, the limits of its last call and
--- their slots, then those it remembers. Its values expire at `fresh_at`, when the state is
--- a fresh key's again.
+-- their slots, then those it remembers, and its server word. Its values expire at
+-- `fresh_at`, when the state is a fresh key's again.
 local function save(state, fresh_at)
   local fields = {}
   if algorithms[state.algorithm].counts_granted then
@@ -155,6 +184,7 @@ local function save(state, fresh_at)
   end
   redis.call('HSET', base, 'algorithm', state.algorithm, 'clock', int(state.clock), 'limits',
              table.concat(fields, ' '), 'log_period', int(state.log_period))
+  save_word(state.server)
   local keys = keys_of(state.algorithm)
   if explicit_now then
     for _, key in ipairs(keys) do
@@ -178,6 +208,15 @@ local function counters_intact()
   return kind == 'none' or kind == 'hash'
 end
 
+-- Keeps the counters for the retention from now.
+local function keep_counters()
+  if explicit_now then
+    redis.call('PERSIST', counters_key)
+  else
+    redis.call('PEXPIRE', counters_key, k_counter_retention_ms)
+  end
+end
+
 -- Adds one decision to the key's counters: granted (and the microseconds it waits for its
 -- slot) or limited. They expire once untouched for the retention.
 local function count(allowed, wait)
@@ -189,16 +228,18 @@ local function count(allowed, wait)
   else
     redis.call('HINCRBY', counters_key, 'limited', 1)
   end
-  if explicit_now then
-    redis.call('PERSIST', counters_key)
-  else
-    redis.call('PEXPIRE', counters_key, k_counter_retention_ms)
-  end
+  keep_counters()
 end
 
--- The counters as stored: granted, limited, waited_us (0 for a missing field).
+-- Adds an answer 429 or 503 observed to the key's counters.
+local function count_throttle()
+  redis.call('HINCRBY', counters_key, 'throttled', 1)
+  keep_counters()
+end
+
+-- The counters as stored: granted, limited, waited_us, throttled (0 for a missing field).
 local function read_counters()
-  local flat = redis.call('HMGET', counters_key, 'granted', 'limited', 'waited_us')
+  local flat = redis.call('HMGET', counters_key, 'granted', 'limited', 'waited_us', 'throttled')
   return tonumber(flat[1] or '0') or 0, tonumber(flat[2] or '0') or 0,
-         tonumber(flat[3] or '0') or 0
+         tonumber(flat[3] or '0') or 0, tonumber(flat[4] or '0') or 0
 end

@@ -7,6 +7,7 @@
 #include "core/decide.hpp"
 #include "core/rate.hpp"
 #include "core/rules.hpp"
+#include "core/server_budget.hpp"
 #include "store/redis/redis_run_slots.hpp"
 #include "store/store.hpp"
 
@@ -57,6 +58,12 @@ std::string prelude() {
   constant("k_far", core::k_rescale_saturation / k_micro, "core::k_rescale_saturation");
   constant("k_max_remembered", static_cast<std::int64_t>(core::k_max_remembered),
            "core::k_max_remembered");
+  constant("k_max_budget_entries", static_cast<std::int64_t>(core::k_max_budget_entries),
+           "core::k_max_budget_entries");
+  constant("k_max_awaited_answers", static_cast<std::int64_t>(core::k_max_awaited_answers),
+           "core::k_max_awaited_answers");
+  constant("k_max_grant_seq", core::k_max_grant_seq, "core::k_max_grant_seq");
+  constant("k_max_ceiling", core::k_max_ceiling, "core::k_max_ceiling");
   constant("k_counter_retention_ms", store::k_counter_retention / k_milli,
            "store::k_counter_retention");
   constant("k_run_slots_linger_ms", store::redis::k_run_slots_linger / k_milli,

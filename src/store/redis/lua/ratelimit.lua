@@ -66,7 +66,8 @@ function operations.decide()
   local max_wait = tonumber(ARGV[6])
   local request = {now = now, cost = tonumber(ARGV[4]), reserve = ARGV[5] == '1',
                    max_wait = max_wait < 0 and math.huge or max_wait}
-  local call = {algorithm = ARGV[3], chosen = ARGV[7] == '1', limits = read_limits(8),
+  request.answer_wait = tonumber(ARGV[8])
+  local call = {algorithm = ARGV[3], chosen = ARGV[7] == '1', limits = read_limits(9),
                 request = request}
   local stored, problem = load()
   if problem or not logs_intact() or not counters_intact() then
@@ -90,13 +91,18 @@ function operations.decide()
   end
   reply[#reply + 1] = decision.refusal
   reply[#reply + 1] = decision.paused_until
+  for _, value in ipairs({decision.grant.seq or 0, decision.budget_until,
+                          decision.budget_remaining or -1, decision.budget_reset or 0}) do
+    reply[#reply + 1] = value
+  end
   return reply
 end
 
 function operations.give_back()
   local algorithm = ARGV[3]
-  local grant = {at = tonumber(ARGV[4]), cost = tonumber(ARGV[5]), markers = {}}
-  local limits, next_arg = read_limits(6)
+  local grant = {at = tonumber(ARGV[4]), cost = tonumber(ARGV[5]), seq = tonumber(ARGV[6]),
+                 markers = {}}
+  local limits, next_arg = read_limits(7)
   for i = 1, #limits do
     grant.markers[i] = tonumber(ARGV[next_arg + i - 1])
   end
@@ -132,7 +138,8 @@ function operations.inspect()
   end
   reply[#reply + 1] = state.log_period
   reply[#reply + 1] = state.paused_until
-  for _, value in ipairs({read_counters()}) do
+  local granted, limited, waited_us, throttled = read_counters()
+  for _, value in ipairs({granted, limited, waited_us}) do
     reply[#reply + 1] = value
   end
   reply[#reply + 1] = #state.remembered
@@ -142,6 +149,12 @@ function operations.inspect()
                             slots[3]}) do
       reply[#reply + 1] = value
     end
+  end
+  local word = state.server
+  for _, value in ipairs({word.grant_seq, encode_list(word.budget), encode_list(word.awaited),
+                          word.policies, throttled, standing.budget_until,
+                          standing.budget_remaining or -1, standing.budget_reset or 0}) do
+    reply[#reply + 1] = value
   end
   return reply
 end
@@ -174,10 +187,57 @@ function operations.pause()
 end
 
 function operations.pause_of()
-  local flat = redis.call('HMGET', base, 'clock', 'paused_until')
+  local flat = redis.call('HMGET', base, 'clock', 'paused_until', 'grant_seq', 'budget')
   local clock = math.max(now, tonumber(flat[1] or '0') or 0)
   local paused_until = tonumber(flat[2] or '0') or 0
-  return {'ok', clock, paused_until > clock and paused_until or 0}
+  -- A server word that cannot be read holds nobody here; the decision after says so.
+  local word = decode_word(flat[3], flat[4], '')
+  return {'ok', clock, paused_until > clock and paused_until or 0,
+          word and overdrawn_until(word, clock) or 0}
+end
+
+-- core::observe_key: what a server answered, applied to the key as pause applies a pause;
+-- a key made for it holds only what the answer left, and nothing of the key expires before
+-- that ends. A throttled answer adds to the counters.
+function operations.observe()
+  local observation = {pause = tonumber(ARGV[3]), grant = tonumber(ARGV[5]),
+                       policies = ARGV[6], standings = {}}
+  if observation.grant < 0 then
+    observation.grant = nil
+  end
+  for i = 1, tonumber(ARGV[7]) do
+    observation.standings[i] = {tonumber(ARGV[6 + 2 * i]), tonumber(ARGV[7 + 2 * i])}
+  end
+  local stored, problem = load()
+  if problem or (stored and not logs_intact()) or not counters_intact() then
+    return damaged()
+  end
+  local outcome = observe_key(stored, now, observation, redis_log(log_by_time, log_by_cost))
+  local standing = outcome.decision
+  if ARGV[4] == '1' then
+    count_throttle()
+  end
+  local reply = {'ok', standing.now,
+                 standing.paused_until > standing.now and standing.paused_until or 0,
+                 standing.budget_remaining or -1, standing.budget_reset or 0}
+  if outcome.write == 'nothing' then
+    return reply -- nothing to hold: no key is made for it
+  end
+  local state = outcome.state
+  redis.call('HSET', base, 'clock', int(state.clock), 'paused_until', int(state.paused_until))
+  save_word(state.server)
+  if explicit_now then
+    return reply
+  end
+  -- As pause: nothing of the key expires before what it holds ends.
+  local ttl = expiry_ms(outcome.fresh_at - server_time())
+  for i, key in ipairs(KEYS) do
+    local left = redis.call('PTTL', key)
+    if (left >= 0 and left < ttl) or (i == 1 and not stored) then
+      redis.call('PEXPIRE', key, ttl)
+    end
+  end
+  return reply
 end
 
 function operations.count()
