@@ -73,6 +73,22 @@ local function write(outcome)
   end
 end
 
+-- After a pause or an answer written on the key (`existed`: it was stored before): nothing
+-- of it may expire before it is fresh again at `fresh_at`, what it holds over (a new key's
+-- hash has no expiry yet); what expires later keeps its expiry.
+local function hold_until(fresh_at, existed)
+  if explicit_now then
+    return
+  end
+  local ttl = expiry_ms(fresh_at - server_time())
+  for i, key in ipairs(KEYS) do
+    local left = redis.call('PTTL', key)
+    if (left >= 0 and left < ttl) or (i == 1 and not existed) then
+      redis.call('PEXPIRE', key, ttl)
+    end
+  end
+end
+
 local operations = {}
 
 function operations.decide()
@@ -184,18 +200,7 @@ function operations.pause()
     return {'ok', clock, paused_until} -- nothing to hold: no key is made for it
   end
   redis.call('HSET', base, 'clock', int(clock), 'paused_until', int(paused_until))
-  if explicit_now then
-    return {'ok', clock, paused_until}
-  end
-  -- Nothing of the key may expire before it is fresh again, the pause over (a new key's
-  -- hash has no expiry yet); what expires later keeps its expiry.
-  local ttl = expiry_ms(outcome.fresh_at - server_time())
-  for i, key in ipairs(KEYS) do
-    local left = redis.call('PTTL', key)
-    if (left >= 0 and left < ttl) or (i == 1 and not stored) then
-      redis.call('PEXPIRE', key, ttl)
-    end
-  end
+  hold_until(outcome.fresh_at, stored ~= nil)
   return {'ok', clock, paused_until}
 end
 
@@ -239,17 +244,7 @@ function operations.observe()
   local state = outcome.state
   redis.call('HSET', base, 'clock', int(state.clock), 'paused_until', int(state.paused_until))
   save_word(state.server)
-  if explicit_now then
-    return reply
-  end
-  -- As pause: nothing of the key expires before what it holds ends.
-  local ttl = expiry_ms(outcome.fresh_at - server_time())
-  for i, key in ipairs(KEYS) do
-    local left = redis.call('PTTL', key)
-    if (left >= 0 and left < ttl) or (i == 1 and not stored) then
-      redis.call('PEXPIRE', key, ttl)
-    end
-  end
+  hold_until(outcome.fresh_at, stored ~= nil)
   return reply
 end
 
