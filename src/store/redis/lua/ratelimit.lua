@@ -4,44 +4,57 @@
 --   KEYS[1]   the key's hash (BASE): algorithm, clock, limits (for a window key first the
 --             cost it has granted, then "count period burst s1 s2 s3" per limit of the
 --             last call, in order, then per limit the key remembers with its count
---             negated), log_period (sliding log: the longest period a call named)
+--             negated), log_period (sliding log: the longest period a call named),
+--             paused_until, and the server's word: grant_seq, budget "ceiling reset ...",
+--             awaited "seq cost at until ..." (see server_budget.lua), policies (as observe
+--             was given them, store::redis::encode_policies)
 --   KEYS[2,3] its sliding log, BASE:t and BASE:c (see grant_log.lua)
---   KEYS[4]   its counters, BASE:n (granted, limited, waited_us)
+--   KEYS[4]   its counters, BASE:n (granted, limited, waited_us, throttled)
 --   KEYS[5..] reset only: the logs of version 1 it asked for (see reset)
 --             Every operation takes the four names, whatever the algorithm, and touches no
 --             other: Redis Cluster and proxies route a script by the names it declares.
---   ARGV[1]   decide | give_back | inspect | reset | pause | pause_of
+--   ARGV[1]   decide | give_back | inspect | reset | pause | pause_of | observe | count
 --   ARGV[2]   now in microseconds, for the conformance test only; empty: the server's TIME.
 --             With an explicit now nothing expires, so that a test's clock need not be real.
---   decide    ARGV[3..] algorithm cost reserve(0|1) max_wait(-1: none) chosen(0|1) n,
---             n x (count period burst) -> {'ok', algorithm, allowed, now, wait, binding,
---             remaining, reset_after, at, n, n x (remaining, reset_after, retry_after,
---             marker), refusal, paused_until (0: no pause runs)} or {'conflict', stored
---             algorithm}. A key made by another algorithm keeps its own unless the
+--   decide    ARGV[3..] algorithm cost reserve(0|1) max_wait(-1: none) chosen(0|1)
+--             answer_wait(0: awaits none) n, n x (count period burst) -> {'ok', algorithm,
+--             allowed, now, wait, binding, remaining, reset_after, at, n, n x (remaining,
+--             reset_after, retry_after, marker), refusal, paused_until (0: no pause runs),
+--             seq, budget_until (0: none), budget_remaining (-1: no budget), budget_reset}
+--             or {'conflict', stored algorithm}. A key made by another algorithm keeps its own unless the
 --             algorithm was chosen (then 'conflict'). A decision adds itself to the counters.
 --   decide, give_back and inspect reply {'damaged'} for a key whose values this script did
 --   not write (another type, unreadable fields, values out of bounds), and {'clock'} when
 --   the clock is past the latest time the store counts
---   give_back ARGV[3..] algorithm at cost n, n x (count period burst), n x marker -> {'ok'}
+--   give_back ARGV[3..] algorithm at cost seq n, n x (count period burst), n x marker
+--             -> {'ok'}
 --   inspect   ARGV[3] cost (empty: 1) -> {'none'} or {'ok', algorithm, clock, now, allowed,
 --             wait, binding, remaining, reset_after, paused_until (0: no pause runs), n,
 --             n x (count period burst s1 s2 s3 remaining reset_after retry_after),
 --             log_period, paused_until as stored, granted, limited, waited_us, m,
---             m x (count period burst s1 s2 s3)}: core::inspect for a try of that cost, the
---             state, the counters, and the limits the key remembers; a key that holds only a
---             pause has the algorithm '' and no limits
+--             m x (count period burst s1 s2 s3), grant_seq, budget, awaited, policies,
+--             throttled, budget_until, budget_remaining (-1: none), budget_reset}:
+--             core::inspect for a try of that cost, the state, the counters, the limits the
+--             key remembers and its server word; a key that holds only what a server said
+--             has the algorithm '' and no limits
 --   reset     -> 1 if the key existed (its state or its counters), else 0; or, deleting
 --             nothing, {'declare', period...}: call again with the logs of version 1 of
 --             these periods (BASE:t:PERIOD, BASE:c:PERIOD) in KEYS[5..]
 --   pause     ARGV[3] duration -> {'ok', now, paused_until}; the key holds at least that
 --             pause (core::pause), created with it alone when missing: whatever of KEYS
 --             expires before the pause ends is kept until then.
---   pause_of  -> {'ok', now, paused_until (0: none runs)}, reading only KEYS[1]
+--   pause_of  -> {'ok', now, paused_until (0: none runs), overdrawn_until (0: the budget is
+--             not overdrawn, core::overdrawn_until)}, reading only KEYS[1]
+--   observe   ARGV[3..] pause throttled(0|1) grant(-1: unknown) policies n, n x (remaining
+--             reset_after) -> {'ok', now, paused_until (0: none runs), budget_remaining (-1:
+--             none), budget_reset}: core::observe_key; the key, made holding only what the
+--             answer left when missing, is kept until that ends; a throttled answer adds to
+--             the counters
 --   count     ARGV[3] granted(0|1) ARGV[4] wait -> {'ok'}: a request decided outside decide
 --             (a command started on the run slots, or refused one) adds itself to the
 --             counters, as a decision does
--- A key's pause is the field paused_until of its hash, which only `pause` writes (and a
--- decision that writes again a key it forgot as fresh, with the pause it kept).
+-- A key's pause is the field paused_until of its hash, which only `pause` and `observe`
+-- write (and a decision that writes again a key it forgot as fresh, with the pause it kept).
 -- Every stored value expires when its state is a fresh key's again, so nothing needs gc.
 
 -- Writes what a call left to write (core::KeyWrite). A key forgotten and written again is
@@ -57,6 +70,22 @@ local function write(outcome)
       end
     end
     save(outcome.state, outcome.fresh_at)
+  end
+end
+
+-- After a pause or an answer written on the key (`existed`: it was stored before): nothing
+-- of it may expire before it is fresh again at `fresh_at`, what it holds over (a new key's
+-- hash has no expiry yet); what expires later keeps its expiry.
+local function hold_until(fresh_at, existed)
+  if explicit_now then
+    return
+  end
+  local ttl = expiry_ms(fresh_at - server_time())
+  for i, key in ipairs(KEYS) do
+    local left = redis.call('PTTL', key)
+    if (left >= 0 and left < ttl) or (i == 1 and not existed) then
+      redis.call('PEXPIRE', key, ttl)
+    end
   end
 end
 
@@ -171,18 +200,7 @@ function operations.pause()
     return {'ok', clock, paused_until} -- nothing to hold: no key is made for it
   end
   redis.call('HSET', base, 'clock', int(clock), 'paused_until', int(paused_until))
-  if explicit_now then
-    return {'ok', clock, paused_until}
-  end
-  -- Nothing of the key may expire before it is fresh again, the pause over (a new key's
-  -- hash has no expiry yet); what expires later keeps its expiry.
-  local ttl = expiry_ms(outcome.fresh_at - server_time())
-  for i, key in ipairs(KEYS) do
-    local left = redis.call('PTTL', key)
-    if (left >= 0 and left < ttl) or (i == 1 and not stored) then
-      redis.call('PEXPIRE', key, ttl)
-    end
-  end
+  hold_until(outcome.fresh_at, stored ~= nil)
   return {'ok', clock, paused_until}
 end
 
@@ -226,17 +244,7 @@ function operations.observe()
   local state = outcome.state
   redis.call('HSET', base, 'clock', int(state.clock), 'paused_until', int(state.paused_until))
   save_word(state.server)
-  if explicit_now then
-    return reply
-  end
-  -- As pause: nothing of the key expires before what it holds ends.
-  local ttl = expiry_ms(outcome.fresh_at - server_time())
-  for i, key in ipairs(KEYS) do
-    local left = redis.call('PTTL', key)
-    if (left >= 0 and left < ttl) or (i == 1 and not stored) then
-      redis.call('PEXPIRE', key, ttl)
-    end
-  end
+  hold_until(outcome.fresh_at, stored ~= nil)
   return reply
 end
 
