@@ -111,6 +111,9 @@ private:
               same(state.server.grant_seq, actual->state.server.grant_seq, "grant seq") &&
               same(1, state.server.budget == actual->state.server.budget, "budget entries") &&
               same(1, state.server.awaited == actual->state.server.awaited, "awaited answers") &&
+              same(state.server.answered_at, actual->state.server.answered_at, "answered at") &&
+              same(state.server.answer_latency, actual->state.server.answer_latency,
+                   "answer latency") &&
               same(expected.budget_until, actual->standing.budget_until, "budget until") &&
               same_budget(expected.budget, actual->standing.budget) &&
               same(state.log_period, actual->state.log_period, "log period") &&

@@ -180,6 +180,9 @@ private:
               same(state.server.grant_seq, got.state.server.grant_seq, "grant seq") &&
               same(1, state.server.budget == got.state.server.budget, "budget entries") &&
               same(1, state.server.awaited == got.state.server.awaited, "awaited answers") &&
+              same(state.server.answered_at, got.state.server.answered_at, "answered at") &&
+              same(state.server.answer_latency, got.state.server.answer_latency,
+                   "answer latency") &&
               same(expected.budget_until, got.standing.budget_until, "budget until") &&
               same_budget(expected.budget, got.standing.budget) &&
               same(state.log_period, got.state.log_period, "log period") &&
