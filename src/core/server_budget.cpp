@@ -108,7 +108,8 @@ Nanos budget_open(const ServerWord& word, Nanos from, std::int64_t cost) {
   if (!probe) {
     return open; // this grant is the probe
   }
-  Nanos wait = std::max(span / k_probe_wait_fraction, word.answer_latency + word.answer_latency / 2);
+  Nanos wait =
+      std::max(span / k_probe_wait_fraction, word.answer_latency + word.answer_latency / 2);
   Nanos held = *probe >= k_max_time - wait ? k_max_time : *probe + wait;
   return std::clamp(held, open, std::max(open, running_until));
 }
@@ -246,8 +247,7 @@ bool within_bounds(const ServerWord& word) {
   auto time = [](Nanos t) { return t >= k_min_time && t <= k_max_time; };
   auto ceiling = [](std::int64_t c) { return c >= -k_max_ceiling && c <= k_max_ceiling; };
   if (word.grant_seq < 0 || word.grant_seq > k_max_grant_seq || !time(word.answered_at) ||
-      word.answer_latency < 0 ||
-      word.answer_latency > k_max_time ||
+      word.answer_latency < 0 || word.answer_latency > k_max_time ||
       word.budget.size() > k_max_budget_entries || word.awaited.size() > k_max_awaited_answers ||
       word.policies.size() > k_max_policies) {
     return false;
