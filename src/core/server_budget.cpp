@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 
 namespace ratelimit::core {
 
@@ -86,7 +87,31 @@ Nanos budget_open(const ServerWord& word, Nanos from, std::int64_t cost) {
       open = entry.reset;
     }
   }
-  return open;
+  Nanos running_until = 0;
+  for (const BudgetEntry& entry : word.budget) {
+    running_until = std::max(running_until, entry.reset);
+  }
+  Nanos span = running_until - word.answered_at;
+  if (running_until <= open || word.answered_at == 0 || word.answered_at > open ||
+      open - word.answered_at < span / k_stale_fraction) {
+    return open;
+  }
+  // The latest answer is stale: after the answer of the first probe on its way, if any (the
+  // grants held behind it go together once it has come).
+  Nanos stale_from = word.answered_at + span / k_stale_fraction;
+  std::optional<Nanos> probe;
+  for (const AwaitedAnswer& awaited : word.awaited) {
+    if (awaited.at >= stale_from && awaited.at <= open && awaited.until > open) {
+      probe = std::min(probe.value_or(awaited.at), awaited.at);
+    }
+  }
+  if (!probe) {
+    return open; // this grant is the probe
+  }
+  Nanos wait =
+      std::max(span / k_probe_wait_fraction, word.answer_latency + word.answer_latency / 2);
+  Nanos held = *probe >= k_max_time - wait ? k_max_time : *probe + wait;
+  return std::clamp(held, open, std::max(open, running_until));
 }
 
 std::int64_t count_grant(ServerWord& word, Nanos now, Nanos at, std::int64_t cost,
@@ -141,6 +166,8 @@ void observe_server(ServerWord& word, Nanos now, const Observation& observation)
     auto found = std::find_if(word.awaited.begin(), word.awaited.end(),
                               [&](const AwaitedAnswer& a) { return a.seq == *observation.grant; });
     if (found != word.awaited.end()) {
+      // Within the wait its caller gave: the time since its slot, at most that.
+      word.answer_latency = std::clamp<Nanos>(now - found->at, 0, found->until - found->at);
       word.awaited.erase(found);
       tracked = true;
     }
@@ -160,6 +187,7 @@ void observe_server(ServerWord& word, Nanos now, const Observation& observation)
                                       awaited_before(word, reset, answered));
     }
     add_ceiling(word.budget, {clamp_ceiling(ceiling), reset});
+    word.answered_at = now;
   }
   if (!observation.policies.empty()) {
     word.policies.clear();
@@ -218,7 +246,8 @@ void forget_ended(ServerWord& word, Nanos now) {
 bool within_bounds(const ServerWord& word) {
   auto time = [](Nanos t) { return t >= k_min_time && t <= k_max_time; };
   auto ceiling = [](std::int64_t c) { return c >= -k_max_ceiling && c <= k_max_ceiling; };
-  if (word.grant_seq < 0 || word.grant_seq > k_max_grant_seq ||
+  if (word.grant_seq < 0 || word.grant_seq > k_max_grant_seq || !time(word.answered_at) ||
+      word.answer_latency < 0 || word.answer_latency > k_max_time ||
       word.budget.size() > k_max_budget_entries || word.awaited.size() > k_max_awaited_answers ||
       word.policies.size() > k_max_policies) {
     return false;

@@ -68,6 +68,10 @@ struct ServerWord {
   std::vector<AwaitedAnswer> awaited;
   // At most k_max_policies: those of the last answer that named any.
   std::vector<LearnedPolicy> policies;
+  // When the latest answer that said where the quota stands was observed (0: none), and
+  // how long the latest answer awaited took from its grant's slot to its observation.
+  Nanos answered_at = 0;
+  Nanos answer_latency = 0;
   friend bool operator==(const ServerWord&, const ServerWord&) = default;
 };
 
@@ -76,6 +80,16 @@ struct ServerWord {
 // arrives, within seconds of its start; a command killed before it could report its answer
 // holds the budget no longer.
 inline constexpr Nanos k_answer_wait = 60 * k_nanos_per_second;
+// An answer says what was left when the server sent it; other clients of the same quota
+// spend meanwhile, unseen. Once the latest answer is older than 1/k_stale_fraction of the
+// time from it to the budget's last reset (1 s of a 5 s window, 12 min of an hour), one
+// grant awaiting its answer goes ahead (a probe) and the next wait for its answer: its slot
+// plus 1.5 times the latest answer's latency, and at least 1/k_probe_wait_fraction of that
+// time. A waiter that wakes then finds the budget the probe's answer set, overdrawn if less
+// was left than was granted (overdrawn_until), and reserves again. Fractions rather than
+// durations, so that the Redis script, which counts microseconds, keeps the same rule.
+inline constexpr Nanos k_stale_fraction = 5;
+inline constexpr Nanos k_probe_wait_fraction = 100;
 // Bounds on what a key keeps, so that a decision reads a few hundred bytes at most. Beyond
 // them the two ceilings whose resets are nearest merge into one as tight as both (never
 // looser), the oldest awaited answer is taken as arrived, and the policies after the first
@@ -122,7 +136,8 @@ struct BudgetStanding {
 };
 
 // The earliest time from `from` on at which the budget of `word` admits a grant of `cost`:
-// `from`, or the reset of a ceiling it would pass.
+// `from`, the reset of a ceiling it would pass, or, when the latest answer is stale, after
+// the answer of a probe in flight (k_stale_answer).
 Nanos budget_open(const ServerWord& word, Nanos from, std::int64_t cost);
 
 // Counts a grant of `cost` at slot `at` made at `now`; `answer_wait` above 0: its request

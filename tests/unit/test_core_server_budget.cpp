@@ -345,3 +345,54 @@ TEST_CASE("core::decide under the budget never sends more than the server said w
     }
   }
 }
+
+TEST_CASE("core::decide: once the latest answer is stale, one probe goes and the next wait for "
+          "its answer") {
+  TestKey key(Algorithm::token_bucket, {limit_of(100, k_s)});
+  Decision first = key.ask(observing(k_t0));
+  REQUIRE(first.allowed);
+  // Its answer, 20 ms after its slot: 8 left until 5 s from then.
+  observe(key.state(), k_t0 + 20 * k_ms, said(8, 5 * k_s, first.grant.seq));
+  CHECK(key.state().server.answer_latency == 20 * k_ms);
+  CHECK(key.state().server.answered_at == k_t0 + 20 * k_ms);
+  // Fresh (within a fifth of the 5 s to the reset): grants go together.
+  CHECK(key.ask(observing(k_t0 + 500 * k_ms, true)).grant.at == k_t0 + 500 * k_ms);
+  CHECK(key.ask(observing(k_t0 + 500 * k_ms, true)).grant.at == k_t0 + 500 * k_ms);
+  // Stale: the first goes at once, a probe; the next after its answer, 1.5 times the latency
+  // later but at least a hundredth of the 5 s (50 ms).
+  Decision probe = key.ask(observing(k_t0 + 2 * k_s, true));
+  REQUIRE(probe.allowed);
+  CHECK(probe.grant.at == k_t0 + 2 * k_s);
+  CHECK(probe.budget_until == 0);
+  Decision held = key.ask(observing(k_t0 + 2 * k_s, true));
+  REQUIRE(held.allowed);
+  CHECK(held.grant.at == k_t0 + 2050 * k_ms);
+  CHECK(held.budget_until == k_t0 + 2050 * k_ms);
+  // A grant that does not await its answer holds nobody.
+  Decision untracked = key.reserve(k_t0 + 2100 * k_ms);
+  CHECK(untracked.grant.at == k_t0 + 2100 * k_ms);
+  // The probe's answer says nothing is left: the held waiter wakes to an overdrawn budget, and
+  // reserves again after the reset.
+  observe(key.state(), k_t0 + 2100 * k_ms, said(0, 3 * k_s, probe.grant.seq));
+  CHECK(key.state().server.answer_latency == 100 * k_ms);
+  CHECK(overdrawn_until(key.state().server, k_t0 + 2100 * k_ms) == k_t0 + 5100 * k_ms);
+  // A new answer is fresh again: no probe holds the next; the budget does, to its reset.
+  CHECK(key.ask(observing(k_t0 + 2500 * k_ms, true)).grant.at == k_t0 + 5100 * k_ms);
+}
+
+TEST_CASE("core::budget_open: no probe without a budget, and none before the answer is stale") {
+  ServerWord word;
+  word.answered_at = k_t0;
+  word.answer_latency = 100 * k_ms;
+  word.awaited.push_back({1, 1, k_t0 + 3 * k_s, k_t0 + 60 * k_s});
+  // No ceiling runs: nothing holds.
+  CHECK(budget_open(word, k_t0 + 3 * k_s, 1) == k_t0 + 3 * k_s);
+  word.budget.push_back({100, k_t0 + 10 * k_s});
+  word.grant_seq = 1;
+  // Stale after 2 s (a fifth of 10 s): the probe at 3 s holds the next until 3.15 s.
+  CHECK(budget_open(word, k_t0 + 1 * k_s, 1) == k_t0 + 1 * k_s);
+  CHECK(budget_open(word, k_t0 + 3 * k_s, 1) == k_t0 + 3150 * k_ms);
+  // Never past the budget's last reset.
+  word.answer_latency = 20 * k_s;
+  CHECK(budget_open(word, k_t0 + 3 * k_s, 1) == k_t0 + 10 * k_s);
+}

@@ -107,22 +107,25 @@ private:
     }
     const core::KeyState& state = *m_mirror.stored;
     core::Decision expected = core::inspect(state, m_mirror.log, now);
-    bool ok = same(state.clock, actual->state.clock, "clock") &&
-              same(state.server.grant_seq, actual->state.server.grant_seq, "grant seq") &&
-              same(1, state.server.budget == actual->state.server.budget, "budget entries") &&
-              same(1, state.server.awaited == actual->state.server.awaited, "awaited answers") &&
-              same(expected.budget_until, actual->standing.budget_until, "budget until") &&
-              same_budget(expected.budget, actual->standing.budget) &&
-              same(state.log_period, actual->state.log_period, "log period") &&
-              same(static_cast<std::int64_t>(state.limits.size()),
-                   static_cast<std::int64_t>(actual->state.limits.size()), "limits") &&
-              same(expected.now, actual->standing.now, "now") &&
-              same(expected.allowed, actual->standing.allowed, "allowed") &&
-              same(expected.wait, actual->standing.wait, "wait") &&
-              same(expected.remaining, actual->standing.remaining, "remaining") &&
-              same(expected.reset_after, actual->standing.reset_after, "reset_after") &&
-              same(static_cast<std::int64_t>(expected.binding),
-                   static_cast<std::int64_t>(actual->standing.binding), "binding");
+    bool ok =
+        same(state.clock, actual->state.clock, "clock") &&
+        same(state.server.grant_seq, actual->state.server.grant_seq, "grant seq") &&
+        same(1, state.server.budget == actual->state.server.budget, "budget entries") &&
+        same(1, state.server.awaited == actual->state.server.awaited, "awaited answers") &&
+        same(state.server.answered_at, actual->state.server.answered_at, "answered at") &&
+        same(state.server.answer_latency, actual->state.server.answer_latency, "answer latency") &&
+        same(expected.budget_until, actual->standing.budget_until, "budget until") &&
+        same_budget(expected.budget, actual->standing.budget) &&
+        same(state.log_period, actual->state.log_period, "log period") &&
+        same(static_cast<std::int64_t>(state.limits.size()),
+             static_cast<std::int64_t>(actual->state.limits.size()), "limits") &&
+        same(expected.now, actual->standing.now, "now") &&
+        same(expected.allowed, actual->standing.allowed, "allowed") &&
+        same(expected.wait, actual->standing.wait, "wait") &&
+        same(expected.remaining, actual->standing.remaining, "remaining") &&
+        same(expected.reset_after, actual->standing.reset_after, "reset_after") &&
+        same(static_cast<std::int64_t>(expected.binding),
+             static_cast<std::int64_t>(actual->standing.binding), "binding");
     for (std::size_t i = 0; ok && i < state.limits.size(); ++i) {
       ok =
           state.limits[i] == actual->state.limits[i] || same(0, 1, "stored limit and slots differ");

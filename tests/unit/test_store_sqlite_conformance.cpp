@@ -176,22 +176,25 @@ private:
     const store::KeyStatus& got = actual.front();
     const core::KeyState& state = *m_mirror.stored;
     core::Decision expected = core::inspect(state, m_mirror.log, now);
-    bool ok = same(state.clock, got.state.clock, "clock") &&
-              same(state.server.grant_seq, got.state.server.grant_seq, "grant seq") &&
-              same(1, state.server.budget == got.state.server.budget, "budget entries") &&
-              same(1, state.server.awaited == got.state.server.awaited, "awaited answers") &&
-              same(expected.budget_until, got.standing.budget_until, "budget until") &&
-              same_budget(expected.budget, got.standing.budget) &&
-              same(state.log_period, got.state.log_period, "log period") &&
-              same(static_cast<std::int64_t>(state.limits.size()),
-                   static_cast<std::int64_t>(got.state.limits.size()), "limits") &&
-              same(expected.now, got.standing.now, "now") &&
-              same(expected.allowed, got.standing.allowed, "allowed") &&
-              same(expected.wait, got.standing.wait, "wait") &&
-              same(expected.remaining, got.standing.remaining, "remaining") &&
-              same(expected.reset_after, got.standing.reset_after, "reset_after") &&
-              same(static_cast<std::int64_t>(expected.binding),
-                   static_cast<std::int64_t>(got.standing.binding), "binding");
+    bool ok =
+        same(state.clock, got.state.clock, "clock") &&
+        same(state.server.grant_seq, got.state.server.grant_seq, "grant seq") &&
+        same(1, state.server.budget == got.state.server.budget, "budget entries") &&
+        same(1, state.server.awaited == got.state.server.awaited, "awaited answers") &&
+        same(state.server.answered_at, got.state.server.answered_at, "answered at") &&
+        same(state.server.answer_latency, got.state.server.answer_latency, "answer latency") &&
+        same(expected.budget_until, got.standing.budget_until, "budget until") &&
+        same_budget(expected.budget, got.standing.budget) &&
+        same(state.log_period, got.state.log_period, "log period") &&
+        same(static_cast<std::int64_t>(state.limits.size()),
+             static_cast<std::int64_t>(got.state.limits.size()), "limits") &&
+        same(expected.now, got.standing.now, "now") &&
+        same(expected.allowed, got.standing.allowed, "allowed") &&
+        same(expected.wait, got.standing.wait, "wait") &&
+        same(expected.remaining, got.standing.remaining, "remaining") &&
+        same(expected.reset_after, got.standing.reset_after, "reset_after") &&
+        same(static_cast<std::int64_t>(expected.binding),
+             static_cast<std::int64_t>(got.standing.binding), "binding");
     for (std::size_t i = 0; ok && i < state.limits.size(); ++i) {
       ok = state.limits[i] == got.state.limits[i] || same(0, 1, "stored limit and slots differ");
       ok = ok &&

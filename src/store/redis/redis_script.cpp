@@ -336,6 +336,8 @@ std::optional<KeyStatus> RedisScript::inspect(std::string_view key,
   }
   status.state.server = std::move(*word);
   status.state.server.policies = std::move(*policies);
+  status.state.server.answered_at = read.integer();
+  status.state.server.answer_latency = read.integer();
   status.counters.throttled = read.integer();
   standing.budget_until = read.integer();
   read_budget(read, standing);

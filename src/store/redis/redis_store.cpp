@@ -210,6 +210,8 @@ std::vector<KeyStatus> RedisStore::status(std::span<const std::string> keys) {
     for (core::BudgetEntry& entry : status->state.server.budget) {
       entry.reset = to_nanos(entry.reset);
     }
+    status->state.server.answered_at = to_nanos(status->state.server.answered_at);
+    status->state.server.answer_latency = to_nanos(status->state.server.answer_latency);
     for (core::AwaitedAnswer& awaited : status->state.server.awaited) {
       awaited.at = to_nanos(awaited.at);
       awaited.until = to_nanos(awaited.until);

@@ -160,9 +160,12 @@ std::string encode_server_word(const core::ServerWord& word) {
     return out;
   }
   put(out, word.grant_seq);
-  if (word.budget.empty() && word.awaited.empty() && word.policies.empty()) {
+  if (word.budget.empty() && word.awaited.empty() && word.policies.empty() &&
+      word.answered_at == 0 && word.answer_latency == 0) {
     return out; // the sequence alone: what every key that granted keeps
   }
+  put(out, word.answered_at);
+  put(out, word.answer_latency);
   put(out, static_cast<std::int64_t>(word.budget.size()));
   for (const core::BudgetEntry& entry : word.budget) {
     put(out, entry.ceiling);
@@ -196,7 +199,9 @@ std::optional<core::ServerWord> decode_server_word(std::string_view bytes) {
     word.grant_seq = *grant_seq;
     return word.grant_seq > 0 && core::within_bounds(word) ? std::optional(word) : std::nullopt;
   }
-  auto entries = grant_seq ? read.count(core::k_max_budget_entries) : std::nullopt;
+  auto answered_at = grant_seq ? read.number() : std::nullopt;
+  auto answer_latency = answered_at ? read.number() : std::nullopt;
+  auto entries = answer_latency ? read.count(core::k_max_budget_entries) : std::nullopt;
   if (!entries) {
     return std::nullopt;
   }
@@ -237,6 +242,8 @@ std::optional<core::ServerWord> decode_server_word(std::string_view bytes) {
     word.policies.push_back({std::move(*field), std::move(*name), *quota, *window});
   }
   word.grant_seq = *grant_seq;
+  word.answered_at = *answered_at;
+  word.answer_latency = *answer_latency;
   // What encode_server_word would not write: nothing at all.
   if (!read.done() || !core::within_bounds(word) || encode_server_word(word).empty()) {
     return std::nullopt;

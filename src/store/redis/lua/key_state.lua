@@ -32,7 +32,8 @@ local function load()
     return nil, 'damaged'
   end
   local flat = redis.call('HMGET', base, 'algorithm', 'clock', 'limits', 'log_period',
-                          'paused_until', 'grant_seq', 'budget', 'awaited', 'policies')
+                          'paused_until', 'grant_seq', 'budget', 'awaited', 'policies',
+                          'answered')
   if not flat[1] and not flat[2] and not flat[3] then
     return nil
   end
@@ -40,7 +41,7 @@ local function load()
   if not paused_until or not is_time(paused_until) then
     return nil, 'damaged'
   end
-  local word = decode_word(flat[6], flat[7], flat[8])
+  local word = decode_word(flat[6], flat[7], flat[8], flat[10])
   if not word then
     return nil, 'damaged'
   end
@@ -158,6 +159,10 @@ local function save_word(word)
   end
   if word.policies ~= '' then
     set[#set + 1], set[#set + 2] = 'policies', word.policies
+  end
+  if word.answered_at ~= 0 or word.answer_latency ~= 0 then
+    set[#set + 1], set[#set + 2] = 'answered',
+                                   int(word.answered_at) .. ' ' .. int(word.answer_latency)
   end
   redis.call('HSET', base, unpack(set))
   if #gone > 0 and word.stored_lists then

@@ -64,6 +64,8 @@ std::string prelude() {
            "core::k_max_awaited_answers");
   constant("k_max_grant_seq", core::k_max_grant_seq, "core::k_max_grant_seq");
   constant("k_max_ceiling", core::k_max_ceiling, "core::k_max_ceiling");
+  constant("k_stale_fraction", core::k_stale_fraction, "core::k_stale_fraction");
+  constant("k_probe_wait_fraction", core::k_probe_wait_fraction, "core::k_probe_wait_fraction");
   constant("k_counter_retention_ms", store::k_counter_retention / k_milli,
            "store::k_counter_retention");
   constant("k_run_slots_linger_ms", store::redis::k_run_slots_linger / k_milli,

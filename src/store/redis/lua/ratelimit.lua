@@ -7,7 +7,7 @@
 --             negated), log_period (sliding log: the longest period a call named),
 --             paused_until, and the server's word: grant_seq, budget "ceiling reset ...",
 --             awaited "seq cost at until ..." (see server_budget.lua), policies (as observe
---             was given them, store::redis::encode_policies)
+--             was given them, store::redis::encode_policies), answered "at latency"
 --   KEYS[2,3] its sliding log, BASE:t and BASE:c (see grant_log.lua)
 --   KEYS[4]   its counters, BASE:n (granted, limited, waited_us, throttled)
 --   KEYS[5..] reset only: the logs of version 1 it asked for (see reset)
@@ -33,7 +33,7 @@
 --             n x (count period burst s1 s2 s3 remaining reset_after retry_after),
 --             log_period, paused_until as stored, granted, limited, waited_us, m,
 --             m x (count period burst s1 s2 s3), grant_seq, budget, awaited, policies,
---             throttled, budget_until, budget_remaining (-1: none), budget_reset}:
+--             answered_at, answer_latency, throttled, budget_until, budget_remaining (-1: none), budget_reset}:
 --             core::inspect for a try of that cost, the state, the counters, the limits the
 --             key remembers and its server word; a key that holds only what a server said
 --             has the algorithm '' and no limits
@@ -181,7 +181,8 @@ function operations.inspect()
   end
   local word = state.server
   for _, value in ipairs({word.grant_seq, encode_list(word.budget), encode_list(word.awaited),
-                          word.policies, throttled, standing.budget_until,
+                          word.policies, word.answered_at, word.answer_latency, throttled,
+                          standing.budget_until,
                           standing.budget_remaining or -1, standing.budget_reset or 0}) do
     reply[#reply + 1] = value
   end
@@ -209,7 +210,7 @@ function operations.pause_of()
   local clock = math.max(now, tonumber(flat[1] or '0') or 0)
   local paused_until = tonumber(flat[2] or '0') or 0
   -- A server word that cannot be read holds nobody here; the decision after says so.
-  local word = decode_word(flat[3], flat[4], '')
+  local word = decode_word(flat[3], flat[4], '', '')
   return {'ok', clock, paused_until > clock and paused_until or 0,
           word and overdrawn_until(word, clock) or 0}
 end

@@ -6,7 +6,8 @@
 
 -- A word that holds nothing.
 local function no_word()
-  return {grant_seq = 0, budget = {}, awaited = {}, policies = ''}
+  return {grant_seq = 0, budget = {}, awaited = {}, policies = '', answered_at = 0,
+          answer_latency = 0}
 end
 
 local function clamp_ceiling(value)
@@ -72,7 +73,30 @@ local function budget_open(word, from, cost)
       open = entry[2]
     end
   end
-  return open
+  local running_until = 0
+  for _, entry in ipairs(word.budget) do
+    running_until = math.max(running_until, entry[2])
+  end
+  local span = running_until - word.answered_at
+  if running_until <= open or word.answered_at == 0 or word.answered_at > open or
+      open - word.answered_at < floor_div(span, k_stale_fraction) then
+    return open
+  end
+  -- The latest answer is stale: after the answer of the first probe on its way, if any.
+  local stale_from = word.answered_at + floor_div(span, k_stale_fraction)
+  local probe = nil
+  for _, awaited in ipairs(word.awaited) do
+    if awaited[3] >= stale_from and awaited[3] <= open and awaited[4] > open then
+      probe = math.min(probe or awaited[3], awaited[3])
+    end
+  end
+  if not probe then
+    return open -- this grant is the probe
+  end
+  local wait = math.max(floor_div(span, k_probe_wait_fraction),
+                        word.answer_latency + floor_div(word.answer_latency, 2))
+  local held = probe >= k_max_time - wait and k_max_time or probe + wait
+  return math.min(math.max(held, open), math.max(open, running_until))
 end
 
 -- core::count_grant: returns the grant's sequence.
@@ -156,6 +180,7 @@ local function observe_server(word, at_now, standings, grant)
     answered = math.min(grant, word.grant_seq)
     for i, awaited in ipairs(word.awaited) do
       if awaited[1] == grant then
+        word.answer_latency = math.max(0, math.min(awaited[4] - awaited[3], at_now - awaited[3]))
         table.remove(word.awaited, i)
         tracked = true
         break
@@ -170,6 +195,7 @@ local function observe_server(word, at_now, standings, grant)
         ceiling = math.min(ceiling, standing[1] + answered - awaited_before(word, reset, answered))
       end
       word.budget = add_ceiling(word.budget, {clamp_ceiling(ceiling), reset})
+      word.answered_at = at_now
     end
   end
 end
@@ -241,8 +267,19 @@ end
 
 -- The word stored in the fields `seq`, `budget` and `awaited` of the key's hash, or nil when
 -- it cannot be read (core::within_bounds).
-local function decode_word(seq, budget, awaited)
-  local word = {grant_seq = tonumber(seq or '0'), policies = ''}
+local function decode_word(seq, budget, awaited, answered)
+  local word = {grant_seq = tonumber(seq or '0'), policies = '', answered_at = 0,
+                answer_latency = 0}
+  local times = decode_list(answered, 2, 1, function(value, index)
+    return index == 1 and (value == 0 or is_time(value)) or
+             index == 2 and is_exact(value) and value >= 0 and value <= k_max_time
+  end)
+  if not times then
+    return nil
+  end
+  if times[1] then
+    word.answered_at, word.answer_latency = times[1][1], times[1][2]
+  end
   if not word.grant_seq or not is_exact(word.grant_seq) or word.grant_seq < 0 or
       word.grant_seq > k_max_grant_seq then
     return nil
