@@ -35,8 +35,7 @@ void StoreGate::give_back(const core::Grant& grant) {
 
 bool StoreGate::paused(const core::Grant& grant) {
   store::PauseStanding standing = m_store.pause_of(m_request.key, &grant);
-  return standing.paused_until != 0 || standing.overdrawn_until != 0 ||
-         standing.probe_until != 0;
+  return standing.paused_until != 0 || standing.overdrawn_until != 0 || standing.probe_until != 0;
 }
 
 FailOpenGate::FailOpenGate(store::Store* store, const LimitedRequest& request, StoreOpener& stores,

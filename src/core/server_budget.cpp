@@ -87,8 +87,7 @@ namespace {
 // probe wait, at most the budget's last reset. Nothing when the budget is fresh, or no such
 // probe is on its way.
 template <class GoesBefore>
-std::optional<Nanos> held_behind_probe(const ServerWord& word, Nanos open,
-                                       GoesBefore goes_before) {
+std::optional<Nanos> held_behind_probe(const ServerWord& word, Nanos open, GoesBefore goes_before) {
   Nanos running_until = 0;
   for (const BudgetEntry& entry : word.budget) {
     running_until = std::max(running_until, entry.reset);
@@ -126,16 +125,15 @@ Nanos budget_open(const ServerWord& word, Nanos from, std::int64_t cost) {
   }
   // A stale budget: after the answer of a probe on its way (the grants held behind it go
   // together once it has come); without one, this grant is the probe.
-  std::optional<Nanos> held =
-      held_behind_probe(word, open, [&](const AwaitedAnswer& awaited) { return awaited.at <= open; });
+  std::optional<Nanos> held = held_behind_probe(
+      word, open, [&](const AwaitedAnswer& awaited) { return awaited.at <= open; });
   return held ? std::max(*held, open) : open;
 }
 
 Nanos probe_held_until(const ServerWord& word, Nanos now, std::int64_t seq, Nanos at) {
-  std::optional<Nanos> held =
-      held_behind_probe(word, now, [&](const AwaitedAnswer& awaited) {
-        return awaited.seq != seq && (awaited.at < at || (awaited.at == at && awaited.seq < seq));
-      });
+  std::optional<Nanos> held = held_behind_probe(word, now, [&](const AwaitedAnswer& awaited) {
+    return awaited.seq != seq && (awaited.at < at || (awaited.at == at && awaited.seq < seq));
+  });
   return held && *held > now ? *held : 0;
 }
 

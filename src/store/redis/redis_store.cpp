@@ -331,8 +331,11 @@ PauseStanding RedisStore::pause_of(std::string_view key, const core::Grant* gran
     micros->at = grant->at / k_micro;
   }
   PauseStanding standing = m_script.pause_of(key, script_now(), micros ? &*micros : nullptr);
-  return {to_nanos(standing.now), to_nanos(standing.paused_until),
-          to_nanos(standing.overdrawn_until), {}, to_nanos(standing.probe_until)};
+  return {to_nanos(standing.now),
+          to_nanos(standing.paused_until),
+          to_nanos(standing.overdrawn_until),
+          {},
+          to_nanos(standing.probe_until)};
 }
 
 PauseStanding RedisStore::observe(std::string_view key, const core::Observation& observation) {
