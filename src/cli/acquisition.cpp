@@ -62,7 +62,7 @@ Acquisition acquire_slot(Gate& gate, Sleeper& sleeper, const SlotAsk& ask,
     }
     bool paused = false;
     try {
-      paused = gate.paused();
+      paused = gate.paused(decision.grant);
     } catch (const store::StoreError& error) {
       acquired.pause_unchecked = error.what();
     }

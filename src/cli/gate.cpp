@@ -33,9 +33,9 @@ void StoreGate::give_back(const core::Grant& grant) {
   m_store.give_back(m_request.key, m_algorithm, m_request.limits, grant);
 }
 
-bool StoreGate::paused() {
-  store::PauseStanding standing = m_store.pause_of(m_request.key);
-  return standing.paused_until != 0 || standing.overdrawn_until != 0;
+bool StoreGate::paused(const core::Grant& grant) {
+  store::PauseStanding standing = m_store.pause_of(m_request.key, &grant);
+  return standing.paused_until != 0 || standing.overdrawn_until != 0 || standing.probe_until != 0;
 }
 
 FailOpenGate::FailOpenGate(store::Store* store, const LimitedRequest& request, StoreOpener& stores,
@@ -99,11 +99,11 @@ void FailOpenGate::give_back(const core::Grant& grant) {
 }
 
 // A decision of a store left since (or of memory) stands: nobody else can pause it.
-bool FailOpenGate::paused() {
+bool FailOpenGate::paused(const core::Grant& grant) {
   if (!m_store_gate || m_fallbacks_at_decision != m_fallbacks) {
     return false;
   }
-  return m_store_gate->paused();
+  return m_store_gate->paused(grant);
 }
 
 void FailOpenGate::close_while_sleeping() {

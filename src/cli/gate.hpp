@@ -29,9 +29,10 @@ public:
   virtual bool shared() const = 0;
   // Whether a pause of the key runs now, or its server budget is overdrawn (an answer
   // observed meanwhile said less was left than was granted): asked once by a waiter that
-  // slept until its slot, serialised with `pause` (Store::pause_of). Throws
-  // store::StoreError when the store cannot tell.
-  virtual bool paused() = 0;
+  // slept until its slot, serialised with `pause` (Store::pause_of); or whether `grant`, its
+  // own, waits for the answer of a probe that went before it (core::probe_held_until).
+  // Throws store::StoreError when the store cannot tell.
+  virtual bool paused(const core::Grant& grant) = 0;
   // Before a sleep of at least store::k_long_sleep: see Store::close_while_sleeping.
   virtual void close_while_sleeping() {}
   // The store error the gate decides without its store for (--on-store-error=allow), or
@@ -52,7 +53,7 @@ public:
   core::Decision decide(core::Request request) override;
   void give_back(const core::Grant& grant) override;
   bool shared() const override { return false; }
-  bool paused() override { return false; }
+  bool paused(const core::Grant&) override { return false; }
 
 private:
   std::vector<core::Limit> m_limits;
@@ -70,7 +71,7 @@ public:
   core::Decision decide(core::Request request) override;
   void give_back(const core::Grant& grant) override;
   bool shared() const override { return true; }
-  bool paused() override;
+  bool paused(const core::Grant& grant) override;
   void close_while_sleeping() override { m_store.close_while_sleeping(); }
   std::string_view local_fallback() const override { return m_local_fallback; }
 
@@ -99,7 +100,7 @@ public:
   core::Decision decide(core::Request request) override;
   void give_back(const core::Grant& grant) override;
   bool shared() const override { return true; }
-  bool paused() override;
+  bool paused(const core::Grant& grant) override;
   void close_while_sleeping() override;
 
   std::string_view failure() const override { return m_failure; }

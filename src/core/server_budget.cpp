@@ -79,6 +79,42 @@ void rebase(ServerWord& word) {
 
 } // namespace
 
+namespace {
+
+// When the budget of `word` is stale at `open` (its latest answer older than
+// 1/k_stale_fraction of the time to its last reset), the time until which a grant waits for
+// the answer of the first probe on its way that `goes_before` it: the probe's slot plus the
+// probe wait, at most the budget's last reset. Nothing when the budget is fresh, or no such
+// probe is on its way.
+template <class GoesBefore>
+std::optional<Nanos> held_behind_probe(const ServerWord& word, Nanos open, GoesBefore goes_before) {
+  Nanos running_until = 0;
+  for (const BudgetEntry& entry : word.budget) {
+    running_until = std::max(running_until, entry.reset);
+  }
+  Nanos span = running_until - word.answered_at;
+  if (running_until <= open || word.answered_at == 0 || word.answered_at > open ||
+      open - word.answered_at < span / k_stale_fraction) {
+    return std::nullopt;
+  }
+  Nanos stale_from = word.answered_at + span / k_stale_fraction;
+  std::optional<Nanos> probe;
+  for (const AwaitedAnswer& awaited : word.awaited) {
+    if (awaited.at >= stale_from && awaited.until > open && goes_before(awaited)) {
+      probe = std::min(probe.value_or(awaited.at), awaited.at);
+    }
+  }
+  if (!probe) {
+    return std::nullopt;
+  }
+  Nanos wait =
+      std::max(span / k_probe_wait_fraction, word.answer_latency + word.answer_latency / 2);
+  Nanos held = *probe >= k_max_time - wait ? k_max_time : *probe + wait;
+  return std::min(held, running_until);
+}
+
+} // namespace
+
 Nanos budget_open(const ServerWord& word, Nanos from, std::int64_t cost) {
   Nanos open = from;
   // In the order of their resets: passing one ceiling's reset may meet the next.
@@ -87,31 +123,18 @@ Nanos budget_open(const ServerWord& word, Nanos from, std::int64_t cost) {
       open = entry.reset;
     }
   }
-  Nanos running_until = 0;
-  for (const BudgetEntry& entry : word.budget) {
-    running_until = std::max(running_until, entry.reset);
-  }
-  Nanos span = running_until - word.answered_at;
-  if (running_until <= open || word.answered_at == 0 || word.answered_at > open ||
-      open - word.answered_at < span / k_stale_fraction) {
-    return open;
-  }
-  // The latest answer is stale: after the answer of the first probe on its way, if any (the
-  // grants held behind it go together once it has come).
-  Nanos stale_from = word.answered_at + span / k_stale_fraction;
-  std::optional<Nanos> probe;
-  for (const AwaitedAnswer& awaited : word.awaited) {
-    if (awaited.at >= stale_from && awaited.at <= open && awaited.until > open) {
-      probe = std::min(probe.value_or(awaited.at), awaited.at);
-    }
-  }
-  if (!probe) {
-    return open; // this grant is the probe
-  }
-  Nanos wait =
-      std::max(span / k_probe_wait_fraction, word.answer_latency + word.answer_latency / 2);
-  Nanos held = *probe >= k_max_time - wait ? k_max_time : *probe + wait;
-  return std::clamp(held, open, std::max(open, running_until));
+  // A stale budget: after the answer of a probe on its way (the grants held behind it go
+  // together once it has come); without one, this grant is the probe.
+  std::optional<Nanos> held = held_behind_probe(
+      word, open, [&](const AwaitedAnswer& awaited) { return awaited.at <= open; });
+  return held ? std::max(*held, open) : open;
+}
+
+Nanos probe_held_until(const ServerWord& word, Nanos now, std::int64_t seq, Nanos at) {
+  std::optional<Nanos> held = held_behind_probe(word, now, [&](const AwaitedAnswer& awaited) {
+    return awaited.seq != seq && (awaited.at < at || (awaited.at == at && awaited.seq < seq));
+  });
+  return held && *held > now ? *held : 0;
 }
 
 std::int64_t count_grant(ServerWord& word, Nanos now, Nanos at, std::int64_t cost,

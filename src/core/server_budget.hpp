@@ -140,6 +140,13 @@ struct BudgetStanding {
 // the answer of a probe in flight (k_stale_answer).
 Nanos budget_open(const ServerWord& word, Nanos from, std::int64_t cost);
 
+// For a waiter whose grant (sequence `seq`, slot `at`) awaits its answer and who wakes at
+// `now`: when the budget is stale and another grant before it went ahead as a probe, the time
+// until which it waits for that probe's answer (it gives its grant back and reserves again);
+// else 0. Decided when the waiter reserved, the probe rule may not have seen the budget go
+// stale while it slept.
+Nanos probe_held_until(const ServerWord& word, Nanos now, std::int64_t seq, Nanos at);
+
 // Counts a grant of `cost` at slot `at` made at `now`; `answer_wait` above 0: its request
 // will report its answer (run --observe), so it counts as on its way until then, or for that
 // long after its slot. Returns the key's grant sequence after it (Grant::seq).

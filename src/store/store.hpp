@@ -92,6 +92,9 @@ struct PauseStanding {
   core::Nanos overdrawn_until = 0;
   // observe: the key's server budget after the observation, when one runs.
   std::optional<core::BudgetStanding> budget;
+  // pause_of for a waiter's grant: until when it waits for a probe's answer
+  // (core::probe_held_until), else 0.
+  core::Nanos probe_until = 0;
 };
 
 // Where keys live. Each call is one atomic read-modify-write of one key; nothing is held
@@ -138,8 +141,9 @@ public:
   // no pause began while it slept: serialised with `pause`, so that a pause is in force for
   // every waiter from the instant it says it begins (`now` is read after any pause that
   // began before it has committed). Also whether the key's server budget is overdrawn then:
-  // an answer observed while it slept may have said less was left than was granted.
-  virtual PauseStanding pause_of(std::string_view key) = 0;
+  // an answer observed while it slept may have said less was left than was granted. With
+  // `grant`, the waiter's: whether it waits for the answer of a probe that went before it.
+  virtual PauseStanding pause_of(std::string_view key, const core::Grant* grant = nullptr) = 0;
 
   // Applies what a server answered for `key` (core::observe) from the store's now, in one
   // transaction: the pause it asks for, the server budget, the answered grant, the policies;

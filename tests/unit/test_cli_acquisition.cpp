@@ -67,7 +67,7 @@ public:
     core::give_back(m_state, m_limits, m_log, m_clock.time, grant);
   }
   bool shared() const override { return true; }
-  bool paused() override {
+  bool paused(const core::Grant&) override {
     ++pause_checks;
     if (check_fails) {
       throw store::StoreUnavailable("redis 127.0.0.1:6379: cannot connect: connection refused");

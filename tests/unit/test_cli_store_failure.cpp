@@ -60,9 +60,9 @@ public:
   store::PauseStanding pause(std::string_view key, core::Nanos duration) override {
     return m_store.pause(key, duration);
   }
-  store::PauseStanding pause_of(std::string_view key) override {
+  store::PauseStanding pause_of(std::string_view key, const core::Grant* grant = nullptr) override {
     check();
-    return m_store.pause_of(key);
+    return m_store.pause_of(key, grant);
   }
   store::PauseStanding observe(std::string_view key,
                                const core::Observation& observation) override {

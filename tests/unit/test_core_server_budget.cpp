@@ -396,3 +396,26 @@ TEST_CASE("core::budget_open: no probe without a budget, and none before the ans
   word.answer_latency = 20 * k_s;
   CHECK(budget_open(word, k_t0 + 3 * k_s, 1) == k_t0 + 10 * k_s);
 }
+
+TEST_CASE("core::probe_held_until: a waiter that wakes to a stale budget waits for the answer "
+          "of a probe that went before it") {
+  ServerWord word;
+  word.answered_at = k_t0;
+  word.answer_latency = 100 * k_ms;
+  word.grant_seq = 3;
+  word.budget.push_back({100, k_t0 + 10 * k_s});
+  // Three waiters reserved for 4 s when the budget was fresh.
+  word.awaited.push_back({1, 1, k_t0 + 4 * k_s, k_t0 + 64 * k_s});
+  word.awaited.push_back({2, 1, k_t0 + 4 * k_s, k_t0 + 64 * k_s});
+  word.awaited.push_back({3, 1, k_t0 + 4 * k_s, k_t0 + 64 * k_s});
+  // The first goes: nothing before it.
+  CHECK(probe_held_until(word, k_t0 + 4 * k_s, 1, k_t0 + 4 * k_s) == 0);
+  // The others wait for its answer: 1.5 times the latency.
+  CHECK(probe_held_until(word, k_t0 + 4 * k_s, 2, k_t0 + 4 * k_s) == k_t0 + 4150 * k_ms);
+  CHECK(probe_held_until(word, k_t0 + 4 * k_s, 3, k_t0 + 4 * k_s) == k_t0 + 4150 * k_ms);
+  // Fresh, nobody waits.
+  CHECK(probe_held_until(word, k_t0 + 1 * k_s, 3, k_t0 + 1 * k_s) == 0);
+  // Once the probe's answer came, the budget is fresh again.
+  observe_server(word, k_t0 + 4100 * k_ms, said(50, 5 * k_s, 1));
+  CHECK(probe_held_until(word, k_t0 + 4150 * k_ms, 2, k_t0 + 4 * k_s) == 0);
+}

@@ -351,11 +351,16 @@ PauseStanding RedisScript::pause(std::string_view key, core::Nanos duration,
   return pause_reply(key, reply);
 }
 
-PauseStanding RedisScript::pause_of(std::string_view key, std::optional<core::Nanos> now) {
-  std::string arguments[] = {"pause_of", now_argument(now)};
+PauseStanding RedisScript::pause_of(std::string_view key, std::optional<core::Nanos> now,
+                                    const core::Grant* grant) {
+  std::string arguments[] = {"pause_of", now_argument(now),
+                             grant ? std::to_string(grant->seq) : std::string(),
+                             grant ? std::to_string(grant->at) : std::string()};
   RedisReply reply = m_connection.run_script(keys_of(key), arguments);
   PauseStanding standing = pause_reply(key, reply);
-  standing.overdrawn_until = ReplyReader(reply, 3).integer();
+  ReplyReader read(reply, 3);
+  standing.overdrawn_until = read.integer();
+  standing.probe_until = read.integer();
   return standing;
 }
 

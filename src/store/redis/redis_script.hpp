@@ -39,7 +39,8 @@ public:
   // whole number of microseconds.
   PauseStanding pause(std::string_view key, core::Nanos duration,
                       std::optional<core::Nanos> now = std::nullopt);
-  PauseStanding pause_of(std::string_view key, std::optional<core::Nanos> now = std::nullopt);
+  PauseStanding pause_of(std::string_view key, std::optional<core::Nanos> now = std::nullopt,
+                         const core::Grant* grant = nullptr);
 
   // As Store::add_to_counters: `waited` in microseconds.
   void add_to_counters(std::string_view key, bool granted, std::int64_t waited);

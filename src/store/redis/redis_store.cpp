@@ -321,15 +321,21 @@ std::size_t RedisStore::reset(std::span<const std::string> keys, bool all) {
 PauseStanding RedisStore::pause(std::string_view key, core::Nanos duration) {
   // Rounded up to whole microseconds: a pause is never shorter than asked.
   PauseStanding standing = m_script.pause(key, core::ceil_div(duration, k_micro), script_now());
-  return {to_nanos(standing.now), to_nanos(standing.paused_until), 0, {}};
+  return {to_nanos(standing.now), to_nanos(standing.paused_until), 0, {}, 0};
 }
 
-PauseStanding RedisStore::pause_of(std::string_view key) {
-  PauseStanding standing = m_script.pause_of(key, script_now());
+PauseStanding RedisStore::pause_of(std::string_view key, const core::Grant* grant) {
+  std::optional<core::Grant> micros;
+  if (grant) {
+    micros = *grant;
+    micros->at = grant->at / k_micro;
+  }
+  PauseStanding standing = m_script.pause_of(key, script_now(), micros ? &*micros : nullptr);
   return {to_nanos(standing.now),
           to_nanos(standing.paused_until),
           to_nanos(standing.overdrawn_until),
-          {}};
+          {},
+          to_nanos(standing.probe_until)};
 }
 
 PauseStanding RedisStore::observe(std::string_view key, const core::Observation& observation) {

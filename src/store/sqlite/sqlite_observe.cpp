@@ -42,7 +42,7 @@ PauseStanding SqliteStore::observe(std::string_view key, const core::Observation
       count_throttle(key, time);
     }
     const core::Decision& standing = outcome.decision;
-    return PauseStanding{standing.now, standing.paused_until, 0, standing.budget};
+    return PauseStanding{standing.now, standing.paused_until, 0, standing.budget, 0};
   });
 }
 

@@ -31,11 +31,11 @@ PauseStanding SqliteStore::pause(std::string_view key, core::Nanos duration) {
           .bind(4, std::max(fresh, row.fresh_at))
           .run();
     }
-    return PauseStanding{outcome.decision.now, outcome.decision.paused_until, 0, {}};
+    return PauseStanding{outcome.decision.now, outcome.decision.paused_until, 0, {}, 0};
   });
 }
 
-PauseStanding SqliteStore::pause_of(std::string_view key) {
+PauseStanding SqliteStore::pause_of(std::string_view key, const core::Grant* grant) {
   // Under the writers' lock, with the clock read inside it, as `pause` reads its own: a
   // pause is in force from the instant it says it begins. Read outside the lock, a waiter
   // whose slot fell between a pause's reading of the clock and its commit would go ahead
@@ -45,7 +45,7 @@ PauseStanding SqliteStore::pause_of(std::string_view key) {
       prepared(m_select_pause, "SELECT clock, paused_until, server FROM keys WHERE name = ?1");
   return transaction([&] {
     select.bind_blob(1, key);
-    PauseStanding standing{now(), 0, 0, {}};
+    PauseStanding standing{now(), 0, 0, {}, 0};
     if (select.step()) {
       standing.now = std::max(standing.now, select.column_int(0));
       core::Nanos until = select.column_int(1);
@@ -53,6 +53,10 @@ PauseStanding SqliteStore::pause_of(std::string_view key) {
       // A server word that cannot be read holds nobody here; the decision after says so.
       if (auto server = decode_server_word(select.column_blob(2))) {
         standing.overdrawn_until = core::overdrawn_until(*server, standing.now);
+        if (grant) {
+          standing.probe_until =
+              core::probe_held_until(*server, standing.now, grant->seq, grant->at);
+        }
       }
     }
     select.reset();

@@ -51,7 +51,7 @@ public:
   void add_to_counters(std::string_view key, bool granted, core::Nanos waited) override;
   std::size_t reset(std::span<const std::string> keys, bool all) override;
   PauseStanding pause(std::string_view key, core::Nanos duration) override;
-  PauseStanding pause_of(std::string_view key) override;
+  PauseStanding pause_of(std::string_view key, const core::Grant* grant = nullptr) override;
   PauseStanding observe(std::string_view key, const core::Observation& observation) override;
   std::vector<std::string> collect_garbage() override;
   core::Nanos now() override;

@@ -43,8 +43,10 @@
 --   pause     ARGV[3] duration -> {'ok', now, paused_until}; the key holds at least that
 --             pause (core::pause), created with it alone when missing: whatever of KEYS
 --             expires before the pause ends is kept until then.
---   pause_of  -> {'ok', now, paused_until (0: none runs), overdrawn_until (0: the budget is
---             not overdrawn, core::overdrawn_until)}, reading only KEYS[1]
+--   pause_of  ARGV[3] seq ARGV[4] at (both empty: no grant) -> {'ok', now, paused_until (0:
+--             none runs), overdrawn_until (0: the budget is not overdrawn,
+--             core::overdrawn_until), probe_until (0: the grant waits for no probe,
+--             core::probe_held_until)}, reading only KEYS[1]
 --   observe   ARGV[3..] pause throttled(0|1) grant(-1: unknown) policies n, n x (remaining
 --             reset_after) -> {'ok', now, paused_until (0: none runs), budget_remaining (-1:
 --             none), budget_reset}: core::observe_key; the key, made holding only what the
@@ -206,13 +208,18 @@ function operations.pause()
 end
 
 function operations.pause_of()
-  local flat = redis.call('HMGET', base, 'clock', 'paused_until', 'grant_seq', 'budget')
+  local flat = redis.call('HMGET', base, 'clock', 'paused_until', 'grant_seq', 'budget',
+                          'awaited', 'answered')
   local clock = math.max(now, tonumber(flat[1] or '0') or 0)
   local paused_until = tonumber(flat[2] or '0') or 0
   -- A server word that cannot be read holds nobody here; the decision after says so.
-  local word = decode_word(flat[3], flat[4], '', '')
+  local word = decode_word(flat[3], flat[4], flat[5], flat[6])
+  local probe_until = 0
+  if word and (ARGV[3] or '') ~= '' then
+    probe_until = probe_held_until(word, clock, tonumber(ARGV[3]), tonumber(ARGV[4]))
+  end
   return {'ok', clock, paused_until > clock and paused_until or 0,
-          word and overdrawn_until(word, clock) or 0}
+          word and overdrawn_until(word, clock) or 0, probe_until}
 end
 
 -- core::observe_key: what a server answered, applied to the key as pause applies a pause;

@@ -65,6 +65,35 @@ local function add_ceiling(budget, entry)
   return kept
 end
 
+-- core::held_behind_probe: when the budget of `word` is stale at `open`, until when a grant
+-- waits for the answer of the first probe on its way that `goes_before` it; nil when fresh or
+-- no such probe.
+local function held_behind_probe(word, open, goes_before)
+  local running_until = 0
+  for _, entry in ipairs(word.budget) do
+    running_until = math.max(running_until, entry[2])
+  end
+  local span = running_until - word.answered_at
+  if running_until <= open or word.answered_at == 0 or word.answered_at > open or
+      open - word.answered_at < floor_div(span, k_stale_fraction) then
+    return nil
+  end
+  local stale_from = word.answered_at + floor_div(span, k_stale_fraction)
+  local probe = nil
+  for _, awaited in ipairs(word.awaited) do
+    if awaited[3] >= stale_from and awaited[4] > open and goes_before(awaited) then
+      probe = math.min(probe or awaited[3], awaited[3])
+    end
+  end
+  if not probe then
+    return nil
+  end
+  local wait = math.max(floor_div(span, k_probe_wait_fraction),
+                        word.answer_latency + floor_div(word.answer_latency, 2))
+  local held = probe >= k_max_time - wait and k_max_time or probe + wait
+  return math.min(held, running_until)
+end
+
 -- core::budget_open
 local function budget_open(word, from, cost)
   local open = from
@@ -73,30 +102,18 @@ local function budget_open(word, from, cost)
       open = entry[2]
     end
   end
-  local running_until = 0
-  for _, entry in ipairs(word.budget) do
-    running_until = math.max(running_until, entry[2])
-  end
-  local span = running_until - word.answered_at
-  if running_until <= open or word.answered_at == 0 or word.answered_at > open or
-      open - word.answered_at < floor_div(span, k_stale_fraction) then
-    return open
-  end
-  -- The latest answer is stale: after the answer of the first probe on its way, if any.
-  local stale_from = word.answered_at + floor_div(span, k_stale_fraction)
-  local probe = nil
-  for _, awaited in ipairs(word.awaited) do
-    if awaited[3] >= stale_from and awaited[3] <= open and awaited[4] > open then
-      probe = math.min(probe or awaited[3], awaited[3])
-    end
-  end
-  if not probe then
-    return open -- this grant is the probe
-  end
-  local wait = math.max(floor_div(span, k_probe_wait_fraction),
-                        word.answer_latency + floor_div(word.answer_latency, 2))
-  local held = probe >= k_max_time - wait and k_max_time or probe + wait
-  return math.min(math.max(held, open), math.max(open, running_until))
+  local held = held_behind_probe(word, open, function(awaited)
+    return awaited[3] <= open
+  end)
+  return held and math.max(held, open) or open
+end
+
+-- core::probe_held_until
+local function probe_held_until(word, at_now, seq, at)
+  local held = held_behind_probe(word, at_now, function(awaited)
+    return awaited[1] ~= seq and (awaited[3] < at or (awaited[3] == at and awaited[1] < seq))
+  end)
+  return held and held > at_now and held or 0
 end
 
 -- core::count_grant: returns the grant's sequence.
