@@ -31,7 +31,7 @@ namespace ratelimit::cli {
 
 namespace {
 
-constexpr const char* k_limit_settings = "rate, algorithm, burst, cost, timeout";
+constexpr const char* k_limit_settings = "rate, algorithm, burst, cost, timeout, adaptive";
 
 // An example path for a TLS setting of [store] (ca, cert or key), for messages.
 constexpr std::string_view tls_file_example(std::string_view setting) {
@@ -141,6 +141,12 @@ public:
         problem = numbers(value, setting, false, one);
         if (!problem) {
           limit.cost = one[0];
+        }
+      } else if (setting == "adaptive") {
+        if (auto flag = value.value<bool>()) {
+          limit.adaptive = *flag;
+        } else {
+          problem = fmt::format("{}: adaptive must be true or false", where(value));
         }
       } else if (setting == "timeout") {
         problem = strings(value, setting, false, one);

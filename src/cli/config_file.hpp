@@ -20,6 +20,7 @@ struct NamedLimit {
   std::vector<std::string> bursts;
   std::optional<std::string> cost;
   std::optional<std::string> timeout;
+  bool adaptive = false;
 };
 
 // How a TOML table header names `key`: bare when it may be, else quoted and escaped.

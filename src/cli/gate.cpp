@@ -5,12 +5,13 @@
 namespace ratelimit::cli {
 
 LocalGate::LocalGate(const LimitedRequest& request, std::function<core::Nanos()> clock)
-    : m_limits(request.limits), m_clock(std::move(clock)) {
+    : m_limits(request.limits), m_clock(std::move(clock)), m_adaptive(request.adaptive) {
   m_state.algorithm = request.algorithm;
 }
 
 core::Decision LocalGate::decide(core::Request request) {
   request.now = m_clock();
+  request.adaptive = m_adaptive;
   return core::decide(m_state, m_limits, m_log, request);
 }
 
@@ -23,6 +24,7 @@ StoreGate::StoreGate(store::Store& store, const LimitedRequest& request, std::st
       m_algorithm(request.algorithm) {}
 
 core::Decision StoreGate::decide(core::Request request) {
+  request.adaptive = m_request.adaptive;
   core::Decision decision = m_store.decide(m_request.key, m_request.algorithm,
                                            m_request.algorithm_chosen, m_request.limits, request);
   m_algorithm = decision.algorithm;

@@ -60,6 +60,7 @@ private:
   core::KeyState m_state;
   core::MemoryGrantLog m_log;
   std::function<core::Nanos()> m_clock;
+  bool m_adaptive = false;
 };
 
 // The key `request.key` of `store`; every call is one transaction, nothing is held between.

@@ -38,6 +38,10 @@ void add_limit_options(CLI::App& command, LimitOptions& options, bool key_requir
       ->allow_extra_args(false);
   command.add_option("-c,--cost", options.cost, "Units this request takes (default 1)")
       ->option_text("N");
+  command.add_flag("--adaptive", options.adaptive,
+                   "The rates are ceilings: grants are spaced at a rate the key learns from its "
+                   "answers (observe, run --observe, --backoff-on), cut on 429/503 and grown "
+                   "back on success, shared by every process");
 }
 
 void check_key(std::string_view key) {
@@ -99,6 +103,7 @@ std::optional<std::string> apply_named_limit(LimitOptions& options, ConfigFiles&
   if (!options.cost) {
     options.cost = limit.cost;
   }
+  options.adaptive = options.adaptive || limit.adaptive;
   return limit.timeout;
 }
 
@@ -119,6 +124,7 @@ LimitedRequest resolve(const LimitOptions& options, bool key_required) {
     request.algorithm = core::default_algorithm(!options.bursts.empty());
   }
   request.cost = parse_positive("cost", options.cost.value_or("1"));
+  request.adaptive = options.adaptive;
   if (!options.bursts.empty() && options.bursts.size() != 1 &&
       options.bursts.size() != options.rates.size()) {
     throw UsageError(fmt::format("{} bursts for {} rates: give --burst once for all rates or "

@@ -18,6 +18,7 @@ struct LimitOptions {
   std::optional<std::string> algorithm; // default: core::default_algorithm
   std::vector<std::string> bursts;
   std::optional<std::string> cost; // default 1
+  bool adaptive = false;
 };
 
 // The same, checked and parsed.
@@ -32,9 +33,12 @@ struct LimitedRequest {
   // The command reports its answer (run --observe): its grant counts as on its way to the
   // server until then (core::Request::answer_wait).
   bool awaits_answer = false;
+  // --adaptive: the rates are ceilings of a rate learned from the answers
+  // (core::Request::adaptive).
+  bool adaptive = false;
 };
 
-// Adds -r, -a, -b, -c and the KEY positional (required when `key_required`).
+// Adds -r, -a, -b, -c, --adaptive and the KEY positional (required when `key_required`).
 void add_limit_options(CLI::App& command, LimitOptions& options, bool key_required = true);
 
 class ConfigFiles;

@@ -1,6 +1,7 @@
 // The Prometheus text of `metrics`: the counters, then the gauges, one family each.
 #include "cli/metrics_exposition.hpp"
 
+#include "cli/report.hpp"
 #include "util/prometheus_text.hpp"
 
 #include <algorithm>
@@ -154,6 +155,45 @@ std::string metrics_exposition(const std::vector<store::NamedCounters>& counters
       // Rounded up to the microsecond, as the pause's.
       text.sample("ratelimit_server_reset_seconds", KeyLabels(status.key).labels(),
                   seconds_text((left + 999) / 1000));
+    }
+  }
+  // Adaptive rates: samples only for the keys that have one.
+  struct AdaptiveFamily {
+    const char* name;
+    const char* help;
+    std::optional<std::string> (*value)(const AdaptiveView&);
+  };
+  static constexpr AdaptiveFamily k_adaptive[] = {
+      {"ratelimit_adaptive_rate",
+       "The rate an adaptive key (--adaptive) grants at, learned from its answers, in requests "
+       "per second; no sample for a key without one.",
+       [](const AdaptiveView& view) -> std::optional<std::string> {
+         return per_second_number(view.micro_rate);
+       }},
+      {"ratelimit_adaptive_ceiling",
+       "The ceiling of an adaptive key's rate (the slowest of its -r rates), in requests per "
+       "second.",
+       [](const AdaptiveView& view) -> std::optional<std::string> {
+         return per_second_number(core::micro_rate(view.ceiling));
+       }},
+      {"ratelimit_adaptive_last_cut_timestamp_seconds",
+       "When an adaptive key's rate was last cut by a throttle (429, 503, --backoff-on), in "
+       "seconds since the epoch; no sample before its first cut.",
+       [](const AdaptiveView& view) -> std::optional<std::string> {
+         if (view.cut_at == 0) {
+           return std::nullopt;
+         }
+         return seconds_text(view.cut_at / 1000);
+       }},
+  };
+  for (const AdaptiveFamily& family : k_adaptive) {
+    text.family(family.name, "gauge", family.help);
+    for (const store::KeyStatus& status : statuses) {
+      auto view = status.damage.empty() ? adaptive_view(status.state, status.standing.now)
+                                        : std::nullopt;
+      if (auto value = view ? family.value(*view) : std::nullopt) {
+        text.sample(family.name, KeyLabels(status.key).labels(), *value);
+      }
     }
   }
   text.family("ratelimit_server_policy_quota", "gauge",

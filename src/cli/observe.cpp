@@ -177,6 +177,7 @@ core::Observation observation_of(const core::ServerAnswer& answer, core::Nanos n
                                  core::Nanos max_pause, bool& capped) {
   core::Observation observation;
   observation.throttled = core::is_throttled(answer);
+  observation.answered = answer.status.has_value();
   for (const core::QuotaStanding& standing : answer.standings) {
     if (!standing.reset || *standing.reset <= now) {
       continue; // no reset known: shown, not kept (it would hold the key for ever)
@@ -196,6 +197,13 @@ core::Observation observation_of(const core::ServerAnswer& answer, core::Nanos n
 }
 
 } // namespace
+
+void report_command_outcome(StoreOpener& stores, std::string_view key, bool throttled) {
+  core::Observation observation;
+  observation.throttled = throttled;
+  observation.answered = true;
+  observe_on_store(stores, key, observation, ObserveAfter::command);
+}
 
 void forget_awaited_answer(StoreOpener& stores, std::string_view key, std::int64_t seq) {
   core::Observation observation;
@@ -221,7 +229,7 @@ Observed observe_answer(StoreOpener& stores, const OutputSettings& output, std::
   store::PauseStanding standing;
   bool applies = observed.pause.cause != core::PauseCause::none || observation.throttled ||
                  !observation.standings.empty() || !observation.policies.empty() ||
-                 observation.grant.has_value();
+                 observation.grant.has_value() || observation.answered;
   if (applies) {
     standing = observe_on_store(stores, key, observation, after);
   }

@@ -72,6 +72,11 @@ Observed observe_answer(StoreOpener& stores, const OutputSettings& output, std::
                         const core::ServerAnswer& answer, const ObserveSettings& settings,
                         ObserveAfter after);
 
+// After a command of `run --adaptive --backoff-on`: its exit told a throttle (a status of
+// --backoff-on) or a success (0); the key's adaptive rate learns it as from an answer. A
+// store failure is a warning, as after `run --observe`.
+void report_command_outcome(StoreOpener& stores, std::string_view key, bool throttled);
+
 // After a command whose request got no answer to observe: the grant `seq` of `key` awaits
 // none any more (its request is not on its way to the server). A store failure is a warning.
 void forget_awaited_answer(StoreOpener& stores, std::string_view key, std::int64_t seq);

@@ -59,6 +59,61 @@ std::string budget_json(const std::optional<core::BudgetStanding>& budget, core:
   return object.str();
 }
 
+std::optional<AdaptiveView> adaptive_view(const core::KeyState& state, core::Nanos now) {
+  if (!state.server.adaptive || state.limits.empty()) {
+    return std::nullopt;
+  }
+  std::vector<core::Limit> limits;
+  for (const core::LimitState& limit_state : state.limits) {
+    limits.push_back(limit_state.limit);
+  }
+  const core::AdaptiveState& adaptive = *state.server.adaptive;
+  AdaptiveView view;
+  view.ceiling = core::adaptive_ceiling(limits);
+  view.micro_rate = core::effective_micro_rate(adaptive, view.ceiling, now);
+  if (adaptive.max_rate != 0) {
+    view.cut_at = adaptive.cut_at;
+    view.cut_from = adaptive.max_rate;
+  }
+  return view;
+}
+
+std::string per_second_number(std::int64_t micro_rate) {
+  std::string text = fmt::format("{}.{:06}", micro_rate / core::k_micro_per_second,
+                                 micro_rate % core::k_micro_per_second);
+  while (text.back() == '0') {
+    text.pop_back();
+  }
+  if (text.back() == '.') {
+    text.pop_back();
+  }
+  return text;
+}
+
+std::string per_second_text(std::int64_t micro_rate) {
+  double per_second = static_cast<double>(micro_rate) / core::k_micro_per_second;
+  if (per_second >= 100) {
+    return fmt::format("{}/s", micro_rate / core::k_micro_per_second);
+  }
+  return fmt::format("{:.3g}/s", per_second);
+}
+
+std::string adaptive_json(const std::optional<AdaptiveView>& adaptive) {
+  if (!adaptive) {
+    return "null";
+  }
+  util::JsonObject object;
+  object.raw_field("rate_per_s", per_second_number(adaptive->micro_rate))
+      .raw_field("ceiling_per_s", per_second_number(core::micro_rate(adaptive->ceiling)));
+  if (adaptive->cut_at != 0) {
+    object.field("last_cut", utc_time(adaptive->cut_at))
+        .raw_field("cut_from_per_s", per_second_number(adaptive->cut_from));
+  } else {
+    object.raw_field("last_cut", "null").raw_field("cut_from_per_s", "null");
+  }
+  return object.str();
+}
+
 std::string json_millis(core::Nanos duration) {
   if (duration % core::k_nanos_per_milli == 0) {
     return std::to_string(duration / core::k_nanos_per_milli);
@@ -110,6 +165,15 @@ std::string refusal_message(const LimitedRequest& request, const core::Decision&
                        util::printable_key(request.key),
                        decision.budget ? decision.budget->remaining : 0,
                        utc_time(decision.budget_until), wait, beyond);
+  }
+  if (decision.spaced_until > decision.now &&
+      decision.spaced_until - decision.now >= decision.wait &&
+      decision.refusal != core::Refusal::full && decision.refusal != core::Refusal::too_far) {
+    // The learned rate, not the limit, sets the time.
+    return fmt::format("{} limited (adaptive rate {}, learned under {} {}); next slot in {}{}",
+                       util::printable_key(request.key), per_second_text(decision.adaptive_rate),
+                       core::algorithm_name(decision.algorithm),
+                       core::format_rate(core::adaptive_ceiling(request.limits)), wait, beyond);
   }
   if (decision.paused_until > decision.now &&
       decision.paused_until - decision.now >= decision.wait) {

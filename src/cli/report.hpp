@@ -54,6 +54,25 @@ void add_pause_fields(util::JsonObject& object, const core::Decision& decision);
 // (from `now`, rounded up), or null when none runs.
 std::string budget_json(const std::optional<core::BudgetStanding>& budget, core::Nanos now);
 
+// A key's adaptive rate at `now`, as status and metrics show it; none for a key that no
+// --adaptive call has used, or that holds no limits (its ceiling is then unknown).
+struct AdaptiveView {
+  std::int64_t micro_rate = 0; // the rate it grants at, in micro-requests per second
+  core::Rate ceiling;          // the slowest of its limits' rates
+  core::Nanos cut_at = 0;      // the last cut; 0: never cut
+  std::int64_t cut_from = 0;   // the rate that cut remembered (W_max), micro-requests/s
+};
+std::optional<AdaptiveView> adaptive_view(const core::KeyState& state, core::Nanos now);
+
+// Micro-requests per second as requests per second: `4.625` (exact, for JSON and metrics);
+// `4.62/s`, `50/s`, `0.0167/s` (three figures, for people).
+std::string per_second_number(std::int64_t micro_rate);
+std::string per_second_text(std::int64_t micro_rate);
+
+// `adaptive` as a JSON object, `rate_per_s`, `ceiling_per_s`, `last_cut` (UTC, or null),
+// `cut_from_per_s` (or null), or null when the key has no adaptive rate.
+std::string adaptive_json(const std::optional<AdaptiveView>& adaptive);
+
 // Milliseconds as a JSON number: whole when exact, else with up to six decimals.
 std::string json_millis(core::Nanos duration);
 

@@ -186,7 +186,7 @@ int run_retrying(const RunOptions& options, StoreOpener& stores, const OutputSet
 
 // -j and --until-exit: the command runs as a child that holds a slot until it exits.
 int run_holding_slot(RunOptions options, ConfigFiles& config, StoreOpener& stores,
-                     const OutputSettings& output, const RetryOptions& retry) {
+                     const OutputSettings& output, RetryOptions retry) {
   HoldingRun run;
   run.until_exit = options.until_exit;
   run.retry = &retry;
@@ -215,6 +215,7 @@ int run_holding_slot(RunOptions options, ConfigFiles& config, StoreOpener& store
     }
     run.request = resolve(options.limit);
     run.request.awaits_answer = retry.observe;
+    retry.adaptive = run.request.adaptive;
   } else {
     check_key(options.limit.key);
     run.request.key = options.limit.key;
@@ -265,6 +266,7 @@ int run_run(RunOptions options, const OutputSettings& output, ConfigFiles& confi
     options.timeout = named_timeout;
   }
   LimitedRequest request = resolve(options.limit);
+  retry.adaptive = request.adaptive;
   if (options.command.empty()) {
     throw UsageError(
         "no command to run; expected ratelimit run KEY [-r N/PERIOD] [--] COMMAND [ARG...]");

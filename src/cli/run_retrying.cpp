@@ -34,6 +34,9 @@ ChildRun RetryingRuns::run(std::optional<std::int64_t> grant, const std::functio
 bool RetryingRuns::again(const ChildRun& run) {
   bool backs_off = std::find(m_options.backoff_on.begin(), m_options.backoff_on.end(),
                              run.status) != m_options.backoff_on.end();
+  if (m_options.adaptive && !m_options.backoff_on.empty() && (backs_off || run.status == 0)) {
+    report_command_outcome(m_stores, m_key, backs_off);
+  }
   if (!backs_off && !run.throttled) {
     return false;
   }

@@ -24,6 +24,9 @@ struct RetryOptions {
   int retries = 0;
   bool observe = false;
   core::Nanos max_pause = 0; // with `observe`
+  // --adaptive with --backoff-on: an exit with a status of --backoff-on is a throttle to the
+  // key's adaptive rate, an exit 0 a success.
+  bool adaptive = false;
 };
 
 // The runs of one `run` command: each runs the command as a child and says whether to run it

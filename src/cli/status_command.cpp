@@ -145,7 +145,8 @@ std::string json_status(const store::KeyStatus& status,
   }
   object.raw_field("limits", limits_json(state.algorithm, limits, standing));
   object.raw_field("budget", budget_json(standing.budget, standing.now))
-      .raw_field("policies", policies_json(state.server.policies));
+      .raw_field("policies", policies_json(state.server.policies))
+      .raw_field("adaptive", adaptive_json(adaptive_view(state, standing.now)));
   object.raw_field("counters", counters_json(status.counters));
   if (has_runs(entries, status.key)) {
     object.raw_field("runs", runs_json(entries, status.key));
@@ -309,6 +310,14 @@ int run_status(const StatusOptions& options, bool json, StoreOpener& stores) {
       rows.front().push_back(column);
     }
   }
+  // The columns of adaptive rates only when a key shown has one.
+  bool adaptive = std::any_of(shown.begin(), shown.end(), [](const ShownKey& key) {
+    return key.status && adaptive_view(key.status->state, key.status->standing.now);
+  });
+  if (adaptive) {
+    rows.front().push_back("RATE");
+    rows.front().push_back("LAST CUT");
+  }
   for (const ShownKey& key : shown) {
     if (key.status == nullptr) {
       rows.push_back({util::printable_key(key.key), "-", "-", "-", "-", "-", "-",
@@ -322,6 +331,10 @@ int run_status(const StatusOptions& options, bool json, StoreOpener& stores) {
           rows.back().push_back(none);
         }
         rows.back().push_back(std::to_string(key.counters.throttled));
+      }
+      if (adaptive) {
+        rows.back().push_back("-");
+        rows.back().push_back("-");
       }
       continue;
     }
@@ -345,6 +358,15 @@ int run_status(const StatusOptions& options, bool json, StoreOpener& stores) {
       rows.back().push_back(standing.budget ? utc_time(standing.budget->reset) : "-");
       rows.back().push_back(describe_policies(status->state));
       rows.back().push_back(std::to_string(status->counters.throttled));
+    }
+    if (adaptive) {
+      auto view = adaptive_view(status->state, standing.now);
+      rows.back().push_back(view ? per_second_text(view->micro_rate) : "-");
+      rows.back().push_back(view && view->cut_at != 0
+                                ? core::format_duration(std::max<core::Nanos>(
+                                      0, standing.now - view->cut_at)) +
+                                      " ago"
+                                : "-");
     }
   }
   print_table(rows);

@@ -7,12 +7,14 @@ namespace ratelimit::core {
 namespace {
 
 // Nanoseconds per micro-request per second: a rate of `r` micro-requests per second spaces
-// its grants k_rate_scale / r nanoseconds apart.
+// its grants k_rate_scale / r nanoseconds apart; in microseconds, k_rate_scale_micros / r.
 constexpr Wide k_rate_scale = Wide{k_micro_per_second} * k_nanos_per_second;
+constexpr std::int64_t k_rate_scale_micros = k_micro_per_second * k_micro_per_second;
 
-// The time one grant takes at `rate` (micro-requests per second, >= 1), rounded up.
+// The time one grant takes at `rate` (micro-requests per second, >= 1): whole microseconds,
+// rounded up, at most k_max_interval.
 Nanos interval_of(std::int64_t rate) {
-  return ceil_div(k_rate_scale, rate);
+  return std::min(ceil_div(k_rate_scale_micros, rate) * k_nanos_per_micro, k_max_interval);
 }
 
 // The cubic's argument |t - K| / K in fixed point, 2^k_fraction_bits for 1; capped at 2^10,
@@ -26,11 +28,10 @@ constexpr Wide k_max_fraction = Wide{1} << (k_fraction_bits + 10);
 // less than one success, which is not believed.
 constexpr std::int64_t k_windows_kept = 2;
 constexpr std::int64_t k_windows_before_folding = 4;
-constexpr std::int64_t k_max_successes = std::int64_t{1} << 50;
 
 // How long successes must have been counted to be believed, at the key's `rate`.
 Nanos measuring_window(std::int64_t rate) {
-  return std::max(k_least_round, k_round_grants * std::min(interval_of(rate), k_max_duration));
+  return std::max(k_least_round, k_round_grants * interval_of(rate));
 }
 
 // The time after a cut to `max_rate` within which another throttle is the same overload.
@@ -48,14 +49,28 @@ std::int64_t micro_rate(const Rate& rate) {
   return static_cast<std::int64_t>(std::clamp<Wide>(micro, 1, k_max_adaptive_rate));
 }
 
+Nanos adaptive_interval(const AdaptiveState& state, const Rate& ceiling, Nanos now,
+                        std::int64_t cost) {
+  std::int64_t rate = effective_micro_rate(state, ceiling, now);
+  Wide interval = Wide{ceil_div(k_rate_scale_micros, rate)} * k_nanos_per_micro * cost;
+  return static_cast<Nanos>(std::min<Wide>(interval, k_max_duration));
+}
+
+Nanos adaptive_until(const AdaptiveState& state) {
+  Nanos until = state.next_slot;
+  if (state.max_rate != 0) {
+    until = std::max(until, state.cut_at + 8 * adaptive_recovery(state.max_rate));
+  }
+  return until;
+}
+
 std::int64_t adaptive_floor(const Rate& ceiling) {
   std::int64_t top = micro_rate(ceiling);
   return std::max(top / k_floor_divisor, std::min(top, k_least_floor));
 }
 
 Nanos adaptive_recovery(std::int64_t max_rate) {
-  Nanos grants = k_recovery_grants *
-                 std::min(interval_of(std::max<std::int64_t>(max_rate, 1)), k_max_duration);
+  Nanos grants = k_recovery_grants * interval_of(std::max<std::int64_t>(max_rate, 1));
   return std::max(k_least_recovery, grants);
 }
 
@@ -67,13 +82,14 @@ std::int64_t effective_micro_rate(const AdaptiveState& state, const Rate& ceilin
   now = std::max(now, state.clock);
   Nanos since = std::max<Nanos>(now - state.cut_at, 0);
   Nanos recovery = adaptive_recovery(state.max_rate);
-  // W(t) = W_max (1 + (1 - beta) ((t - K) / K)^3): beta W_max at the cut, W_max at K. Each
-  // product below stays under 2^91, far inside 128 bits.
+  // W(t) = W_max (1 + (1 - beta) ((t - K) / K)^3): beta W_max at the cut, W_max at K. The
+  // term grows past the fastest rate only where the ceiling binds anyway: it stops there, so
+  // that the script's doubles hold it.
   Wide distance = since >= recovery ? Wide{since} - recovery : Wide{recovery} - since;
   Wide fraction = std::min(distance * (Wide{1} << k_fraction_bits) / recovery, k_max_fraction);
   Wide term = Wide{state.max_rate} * (k_cut_denominator - k_cut_numerator) / k_cut_denominator;
   for (int i = 0; i < 3; ++i) {
-    term = term * fraction >> k_fraction_bits;
+    term = std::min<Wide>(term * fraction >> k_fraction_bits, k_max_adaptive_rate);
   }
   Wide rate = since >= recovery ? state.max_rate + term : state.max_rate - term;
   return static_cast<std::int64_t>(std::clamp<Wide>(rate, adaptive_floor(ceiling), top));
@@ -106,7 +122,7 @@ AdaptiveState adapt(const AdaptiveState& state, const Rate& ceiling, AdaptiveEve
   Nanos window = measuring_window(current);
   Nanos measured_for = now - next.measured_from;
   if (measured_for > k_windows_before_folding * window) {
-    Nanos kept = k_windows_kept * window;
+    Nanos kept = k_windows_kept * window; // whole microseconds, as the window
     next.successes = static_cast<std::int64_t>(Wide{next.successes} * kept / measured_for);
     next.measured_from = now - kept;
     measured_for = kept;

@@ -23,7 +23,10 @@ namespace ratelimit::core {
 //   any rate. The same law then serves 1/min and 10000/s.
 //
 // Rates are held in micro-requests per second (`k_micro_per_second` per request per
-// second); times in nanoseconds since the epoch. All of it fits in five integers.
+// second); times in nanoseconds since the epoch, and every duration the law derives is a
+// whole number of microseconds, every intermediate value below 2^53 or capped before it: the
+// Redis script, which counts microseconds in doubles, computes the same integers
+// (src/store/redis/lua/adaptive_rate.lua). All of it fits in six integers.
 struct AdaptiveState {
   // The rate the last cut remembered (W_max), in micro-requests per second; 0: never cut,
   // the key grants at its ceiling.
@@ -35,6 +38,9 @@ struct AdaptiveState {
   Nanos measured_from = 0;
   // The latest time the state has seen: a clock stepped back is read as this.
   Nanos clock = 0;
+  // The earliest slot of the next grant: grants are spaced at the effective rate
+  // (adaptive_interval), as a leaky bucket without burst spaces them.
+  Nanos next_slot = 0;
 
   friend bool operator==(const AdaptiveState&, const AdaptiveState&) = default;
 };
@@ -47,10 +53,15 @@ enum class AdaptiveEvent {
 };
 
 inline constexpr std::int64_t k_micro_per_second = 1'000'000;
-// The fastest rate the law represents: 10^12 requests per second. A faster ceiling is
-// read as this.
-inline constexpr std::int64_t k_max_adaptive_rate = 1'000'000'000'000 * k_micro_per_second;
+// The fastest rate the law represents: 10^9 requests per second (10^15 below 2^53). A
+// faster ceiling is read as this.
+inline constexpr std::int64_t k_max_adaptive_rate = 1'000'000'000 * k_micro_per_second;
 inline constexpr std::int64_t k_success_unit = 1024;
+// The most successes counted, in k_success_unit: 2^30 of them.
+inline constexpr std::int64_t k_max_successes = std::int64_t{1} << 40;
+// The longest time between grants the law counts in: a slower rate's rounds and recovery
+// are counted as if it were one an hour.
+inline constexpr Nanos k_max_interval = 3600 * k_nanos_per_second;
 
 // The constants of the law, as fractions.
 inline constexpr std::int64_t k_cut_numerator = 7; // beta = 7/10, the SDKs' and RFC 9438's
@@ -84,6 +95,17 @@ Nanos adaptive_recovery(std::int64_t max_rate);
 // the ceiling before any cut, then the cubic from the last cut, within [floor, ceiling].
 // Never lower at a later `now`, and a `now` before `state.clock` is read as it.
 std::int64_t effective_micro_rate(const AdaptiveState& state, const Rate& ceiling, Nanos now);
+
+// The time a grant of `cost` takes at the rate `state` grants at, at `now`, under
+// `ceiling`: a whole number of microseconds per unit of cost, rounded up, at most
+// k_max_duration. The next grant's slot is this much after the last one's.
+Nanos adaptive_interval(const AdaptiveState& state, const Rate& ceiling, Nanos now,
+                        std::int64_t cost);
+
+// Until when `state` holds something a fresh key's would not: the next grant's slot, and
+// 8 K after a cut (by then the cubic has passed any ceiling up to 100 times the rate it cut
+// from, and the floor keeps the rate it cuts from above 1/100 of the ceiling). 0: nothing.
+Nanos adaptive_until(const AdaptiveState& state);
 
 // The same as a Rate the limits take: exactly the ceiling when the key is at it, else a
 // count per 10^6 seconds (fewer digits for fast rates), rounded down, never below one per

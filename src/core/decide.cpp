@@ -213,6 +213,17 @@ Decision decide(KeyState& state, std::span<const Limit> limits, GrantLog& log,
     decision.paused_until = state.paused_until;
     at = std::max(at, state.paused_until);
   }
+  if (request.adaptive) {
+    // Nor before the slot the learned rate spaces it to.
+    AdaptiveState& adaptive = state.server.adaptive ? *state.server.adaptive
+                                                    : state.server.adaptive.emplace();
+    decision.adaptive_rate =
+        effective_micro_rate(adaptive, adaptive_ceiling(limits), decision.now);
+    if (adaptive.next_slot > at) {
+      decision.spaced_until = adaptive.next_slot;
+      at = adaptive.next_slot;
+    }
+  }
   at = protected_slot(rules, remembered, states.front(), log, at, request.cost);
   if (Nanos open = budget_open(state.server, at, request.cost); open > at) {
     // Nor past what the server said was left, before the reset that admits it.
@@ -248,6 +259,14 @@ Decision decide(KeyState& state, std::span<const Limit> limits, GrantLog& log,
     decision.grant = {at, request.cost, {}};
     decision.grant.seq =
         count_grant(state.server, decision.now, at, request.cost, request.answer_wait);
+    if (request.adaptive) {
+      // Spaced at the rate now. A grant given back leaves the spacing as it is: the slot
+      // goes unused, never granted twice.
+      AdaptiveState& adaptive = *state.server.adaptive;
+      Nanos interval = adaptive_interval(adaptive, adaptive_ceiling(limits), decision.now,
+                                         request.cost);
+      adaptive.next_slot = interval >= k_max_time - at ? k_max_time : at + interval;
+    }
     if (rules.shares_state()) {
       std::int64_t marker = rules.take(retention_limit(state, limits), states[0], log, decision.now,
                                        at, request.cost);
@@ -414,6 +433,18 @@ Nanos observe(KeyState& state, Nanos now, const Observation& observation) {
     pause(state, state.clock, observation.pause);
   }
   observe_server(state.server, state.clock, observation);
+  if (state.server.adaptive && !state.limits.empty() &&
+      (observation.throttled || observation.answered)) {
+    // Under the rates of the key's last call, its ceilings.
+    std::vector<Limit> limits;
+    for (const LimitState& limit_state : state.limits) {
+      limits.push_back(limit_state.limit);
+    }
+    *state.server.adaptive =
+        adapt(*state.server.adaptive, adaptive_ceiling(limits),
+              observation.throttled ? AdaptiveEvent::throttled : AdaptiveEvent::succeeded,
+              state.clock);
+  }
   return state.paused_until;
 }
 

@@ -28,6 +28,9 @@ struct Request {
   // for at most this long after its slot (core::k_answer_wait), the grant counts as on its
   // way to the server for the key's server budget.
   Nanos answer_wait = 0;
+  // --adaptive: the limits' rates are ceilings, and the grant is spaced at the rate the key
+  // learned from its answers (ServerWord::adaptive, made on the first such call).
+  bool adaptive = false;
 };
 
 // What a granted reservation took, so that an interrupted waiter can give it back.
@@ -82,6 +85,10 @@ struct Decision {
   // The reset of the server budget that held the request's slot back to it (the slot the
   // limits and the pause allowed was past what the server said was left); else 0.
   Nanos budget_until = 0;
+  // --adaptive: the rate the key grants at (micro-requests per second), and the slot the
+  // spacing at that rate held the request back to (else 0).
+  std::int64_t adaptive_rate = 0;
+  Nanos spaced_until = 0;
   // The key's server budget after the decision, when a ceiling runs: `remaining` is at most
   // its remaining.
   std::optional<BudgetStanding> budget;

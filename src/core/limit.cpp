@@ -44,4 +44,14 @@ std::optional<std::string> check_limits(Algorithm algorithm, std::span<const Lim
   return std::nullopt;
 }
 
+Rate adaptive_ceiling(std::span<const Limit> limits) {
+  Rate slowest = limits.front().rate;
+  for (const Limit& limit : limits) {
+    if (Wide{limit.rate.count} * slowest.period < Wide{slowest.count} * limit.rate.period) {
+      slowest = limit.rate;
+    }
+  }
+  return slowest;
+}
+
 } // namespace ratelimit::core

@@ -79,6 +79,10 @@ struct KeyState {
   ServerWord server{};
 };
 
+// The ceiling of an adaptive rate under `limits` (not empty): the slowest of their rates,
+// the one the key can keep up for ever.
+Rate adaptive_ceiling(std::span<const Limit> limits);
+
 // Why `limits` cannot serve a request of `cost`, or nothing when they can: an empty list,
 // two limits with one period, a burst given to a window algorithm, a cost that could never
 // be granted.

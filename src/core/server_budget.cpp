@@ -258,6 +258,9 @@ Nanos server_word_until(const ServerWord& word, Nanos now) {
   for (const AwaitedAnswer& awaited : word.awaited) {
     until = std::max(until, awaited.until);
   }
+  if (word.adaptive) {
+    until = std::max(until, adaptive_until(*word.adaptive));
+  }
   return until;
 }
 
@@ -290,6 +293,14 @@ bool within_bounds(const ServerWord& word) {
   for (const LearnedPolicy& policy : word.policies) {
     if (policy.quota < 0 || policy.window < 0 || policy.field.size() > k_max_policy_text ||
         policy.name.size() > k_max_policy_text) {
+      return false;
+    }
+  }
+  if (const auto& adaptive = word.adaptive) {
+    if (adaptive->max_rate < 0 || adaptive->max_rate > k_max_adaptive_rate ||
+        adaptive->successes < 0 || adaptive->successes > k_max_successes ||
+        !time(adaptive->cut_at) || !time(adaptive->measured_from) || !time(adaptive->clock) ||
+        !time(adaptive->next_slot)) {
       return false;
     }
   }

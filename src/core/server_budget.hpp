@@ -20,6 +20,7 @@
 // neighbours' cannot either. Only a reservation given back before its request left raises
 // the ceilings that counted it.
 
+#include "core/adaptive_rate.hpp"
 #include "core/time.hpp"
 
 #include <cstdint>
@@ -72,6 +73,9 @@ struct ServerWord {
   // how long the latest answer awaited took from its grant's slot to its observation.
   Nanos answered_at = 0;
   Nanos answer_latency = 0;
+  // The rate learned from the answers, for a key that a call with --adaptive has used: its
+  // `-r` rates are ceilings, its grants spaced at the learned rate (core/adaptive_rate.hpp).
+  std::optional<AdaptiveState> adaptive;
   friend bool operator==(const ServerWord&, const ServerWord&) = default;
 };
 
@@ -120,6 +124,9 @@ struct Observation {
   // rate that adapts to the server cuts itself on, once per overload (its request's grant
   // sequence tells answers of one overload from those of the next).
   bool throttled = false;
+  // An answer came (with any status): one that was not throttled is a success to an
+  // adaptive rate. False for an observation that only says a request is no longer awaited.
+  bool answered = false;
   // The grant sequence of the request the answer is for (Grant::seq): it no longer awaits
   // its answer. None when unknown (observe without --grant).
   std::optional<std::int64_t> grant;
@@ -170,8 +177,9 @@ std::optional<BudgetStanding> budget_standing(const ServerWord& word, Nanos now)
 // Returns that reset, or 0.
 Nanos overdrawn_until(const ServerWord& word, Nanos now);
 
-// Until when `word` holds anything at `now` (a ceiling, an awaited answer), or `now`: the
-// key is not fresh before.
+// Until when `word` holds anything at `now` (a ceiling, an awaited answer, a learned rate
+// below its ceiling or a grant slot it spaces, core::adaptive_until), or `now`: the key is
+// not fresh before.
 Nanos server_word_until(const ServerWord& word, Nanos now);
 
 // Forgets what has ended by `now`.

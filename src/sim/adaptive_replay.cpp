@@ -122,8 +122,7 @@ AdaptiveReplay replay_adaptive(const AdaptiveSpec& spec) {
     if (!event.answer) {
       // A reservation, as `wait` makes it: the slot after the key's last, at the rate now.
       Nanos slot = std::max({event.at, next_slot, paused_until});
-      core::Rate rate = core::effective_rate(state, spec.ceiling, k_origin + event.at);
-      next_slot = slot + rate.emission_interval();
+      next_slot = slot + core::adaptive_interval(state, spec.ceiling, k_origin + event.at, 1);
       Nanos spread =
           spec.latency / 2 + static_cast<Nanos>(random.unit() * static_cast<double>(spec.latency));
       Nanos retry_after = 0;

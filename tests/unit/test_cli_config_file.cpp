@@ -77,7 +77,7 @@ TEST_CASE("cli::parse_config: errors read FILE:LINE: what is wrong") {
   CHECK(config_error("[limits.k\n").starts_with("limits.toml:1: "));
   CHECK(config_error("[limits.k]\nrate = \"1/s\"\ncolour = 1\n") ==
         "limits.toml:3: unknown setting \"colour\" in [limits.k]; expected one of rate, "
-        "algorithm, burst, cost, timeout");
+        "algorithm, burst, cost, timeout, adaptive");
   CHECK(config_error("[limits.k]\nrate = \"ten/s\"\n").starts_with("limits.toml:2: "));
   CHECK(config_error("[limits.k]\nrate = 10\n").starts_with("limits.toml:2: rate takes"));
   CHECK(config_error("[limits.k]\nrate = []\n").starts_with("limits.toml:2: rate takes"));

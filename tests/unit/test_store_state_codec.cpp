@@ -72,3 +72,34 @@ TEST_CASE(
     CHECK(decoded->granted == (window ? std::optional<std::int64_t>(3) : std::nullopt));
   }
 }
+
+TEST_CASE("store::sqlite::encode_server_word keeps an adaptive rate after the server word") {
+  core::ServerWord word;
+  core::AdaptiveState adaptive;
+  adaptive.max_rate = 4'600'000;
+  adaptive.cut_at = k_t0;
+  adaptive.successes = 3 * core::k_success_unit;
+  adaptive.measured_from = k_t0;
+  adaptive.clock = k_t0 + k_s;
+  adaptive.next_slot = k_t0 + 1200 * k_ms;
+  // A key that learns before it has granted anything (its first call refused) still keeps
+  // what it learned.
+  word.adaptive = adaptive;
+  std::string bytes = store::sqlite::encode_server_word(word);
+  CHECK(bytes.size() == 8 * (1 + 5 + 6));
+  CHECK(store::sqlite::decode_server_word(bytes) == word);
+  word.grant_seq = 12;
+  word.policies.push_back({"ratelimit-policy", "default", 5, k_s});
+  CHECK(store::sqlite::decode_server_word(store::sqlite::encode_server_word(word)) == word);
+  // Without it, the encoding of schema version 7.
+  core::ServerWord plain = word;
+  plain.adaptive.reset();
+  std::string seven = store::sqlite::encode_server_word(plain);
+  CHECK(store::sqlite::encode_server_word(word).size() == seven.size() + 48);
+  CHECK(store::sqlite::decode_server_word(seven) == plain);
+  // Part of one, or one out of bounds, is not ours.
+  std::string cut = store::sqlite::encode_server_word(word);
+  CHECK_FALSE(store::sqlite::decode_server_word(cut.substr(0, cut.size() - 8)));
+  word.adaptive->max_rate = -1;
+  CHECK_FALSE(store::sqlite::decode_server_word(store::sqlite::encode_server_word(word)));
+}

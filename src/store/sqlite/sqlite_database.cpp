@@ -23,12 +23,13 @@ namespace {
 
 // keys.throttled counts the answers 429 and 503 observed for the key, with its other
 // counters; keys.server holds what the servers said of it besides a pause (its grant
-// sequence, server budget, awaited answers and policies; state_codec.hpp), NULL for nothing.
+// sequence, server budget, awaited answers, policies and adaptive rate; state_codec.hpp),
+// NULL for nothing.
 // Said here rather than in the DDL: SQLite parses the stored DDL, comments included, when a
 // process first reads the database, and every `try` is such a process.
 constexpr const char* k_schema = R"sql(
 PRAGMA application_id = 1380732244;
-PRAGMA user_version = 7;
+PRAGMA user_version = 8;
 PRAGMA journal_mode = WAL;
 CREATE TABLE keys (
   id INTEGER PRIMARY KEY,
@@ -205,6 +206,14 @@ void SqliteDatabase::upgrade() {
     if (version == 6) {
       upgrade_from_version_6(m_db);
       version = 7;
+    }
+    // Version 8: a key's adaptive rate follows its server word in `keys.server`
+    // (state_codec.hpp); a version-7 row has none, and reads the same. The number alone
+    // changes, so that an older ratelimit refuses the file rather than reading those rows
+    // as damaged.
+    if (version == 7) {
+      execute("PRAGMA user_version = 8;");
+      version = 8;
     }
     return version;
   });

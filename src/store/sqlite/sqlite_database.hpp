@@ -11,7 +11,7 @@ namespace ratelimit::store::sqlite {
 // The identity and version of our database files: `PRAGMA application_id` ("RLMT") and
 // `PRAGMA user_version`.
 inline constexpr std::int32_t k_application_id = 0x524c4d54;
-inline constexpr std::int32_t k_schema_version = 7;
+inline constexpr std::int32_t k_schema_version = 8;
 
 // An open ratelimit database: the SQLite connection, and the file descriptor whose flock
 // serialises writers. Opening creates the file when it is missing (unless `creation` says

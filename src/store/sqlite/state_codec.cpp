@@ -156,12 +156,13 @@ void put_text(std::string& out, const std::string& text) {
 
 std::string encode_server_word(const core::ServerWord& word) {
   std::string out;
-  if (word.grant_seq == 0 && word.budget.empty() && word.awaited.empty() && word.policies.empty()) {
+  if (word.grant_seq == 0 && word.budget.empty() && word.awaited.empty() && word.policies.empty() &&
+      !word.adaptive) {
     return out;
   }
   put(out, word.grant_seq);
   if (word.budget.empty() && word.awaited.empty() && word.policies.empty() &&
-      word.answered_at == 0 && word.answer_latency == 0) {
+      word.answered_at == 0 && word.answer_latency == 0 && !word.adaptive) {
     return out; // the sequence alone: what every key that granted keeps
   }
   put(out, word.answered_at);
@@ -184,6 +185,12 @@ std::string encode_server_word(const core::ServerWord& word) {
     put(out, policy.window);
     put_text(out, policy.field);
     put_text(out, policy.name);
+  }
+  if (const auto& adaptive = word.adaptive) {
+    for (std::int64_t value : {adaptive->max_rate, adaptive->cut_at, adaptive->successes,
+                               adaptive->measured_from, adaptive->clock, adaptive->next_slot}) {
+      put(out, value);
+    }
   }
   return out;
 }
@@ -240,6 +247,18 @@ std::optional<core::ServerWord> decode_server_word(std::string_view bytes) {
       return std::nullopt;
     }
     word.policies.push_back({std::move(*field), std::move(*name), *quota, *window});
+  }
+  if (!read.done()) {
+    core::AdaptiveState adaptive;
+    for (std::int64_t* value : {&adaptive.max_rate, &adaptive.cut_at, &adaptive.successes,
+                                &adaptive.measured_from, &adaptive.clock, &adaptive.next_slot}) {
+      auto number = read.number();
+      if (!number) {
+        return std::nullopt;
+      }
+      *value = *number;
+    }
+    word.adaptive = adaptive;
   }
   word.grant_seq = *grant_seq;
   word.answered_at = *answered_at;

@@ -41,7 +41,8 @@ std::optional<StoredLimits> decode_limits(std::string_view bytes);
 // when its latest answer came and that answer's latency, the count of ceilings then each (ceiling,
 // reset), the count of awaited answers then each (seq, cost, at, until), the count of policies then
 // each (quota, window, the length of its field, its bytes padded to 8, the length of its name, its
-// bytes padded to 8). Empty for a key that has granted nothing and holds none of them: the column
+// bytes padded to 8); then for a key that learns an adaptive rate (schema version 8) its six
+// integers (max_rate, cut_at, successes, measured_from, clock, next_slot). Empty for a key that has granted nothing and holds none of them: the column
 // is then NULL.
 std::string encode_server_word(const core::ServerWord& word);
 

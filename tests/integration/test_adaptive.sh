@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# --adaptive: a rate learned from the server's answers, under the -r rates as ceilings,
+# shared by every process on the key: against the stand-in API with a secret limit, from a
+# command's exit status (--backoff-on), in a named limit; what status, --json and metrics
+# show of it, and reset.
+. "$(dirname "$0")/lib.sh"
+
+# The adaptive object of KEY's status --json, as one line.
+adaptive_json() {
+  rl --json status "$1" | sed -n 's/.*"adaptive":\(null\|{[^}]*}\).*/\1/p'
+}
+
+test_adaptive_finds_a_limit_the_server_keeps_secret() {
+  command -v curl >/dev/null || { skip "no curl"; return 0; }
+  # 5 a second, in fixed windows; only 429 and Retry-After say so. Eight workers at a
+  # ceiling of 50/s: without --adaptive, about one call in two draws a 429.
+  start_api api.log --limit 5 --period 1 --window fixed --secret
+  local started elapsed
+  started=$(now_ms)
+  seq 60 | xargs -P 8 -I{} "$RATELIMIT" run api -r 50/s --adaptive --observe --retries 5 -q -- \
+    curl -s -o /dev/null "http://127.0.0.1:$API_PORT/item/{}" 2>errors
+  local status=$?
+  elapsed=$(($(now_ms) - started))
+  stop_api
+  expect_eq 0 "$status" "xargs" || return
+  expect_eq 60 "$(grep -c ' 200 /item/' api.log)" "calls that succeeded"
+  local throttled
+  throttled=$(grep -c ' 429 /item/' api.log)
+  expect_true "at most 9 answers 429 in 60 calls (15 %), not $throttled" test "$throttled" -le 9
+  # The secret limit allows 60 calls in 12 s.
+  expect_true "60 calls in at most 24 s, not $elapsed ms" test "$elapsed" -le 24000
+  local adaptive rate
+  adaptive=$(adaptive_json api)
+  expect_contains "$adaptive" '"ceiling_per_s":50'
+  expect_contains "$adaptive" '"last_cut":"20'
+  rate=$(printf '%s\n' "$adaptive" | sed -n 's/.*"rate_per_s":\([0-9]*\).*/\1/p')
+  expect_true "a learned rate under 10/s: $adaptive" test "$rate" -lt 10
+}
+
+test_backoff_on_exit_status_cuts_the_rate_and_a_success_is_counted() {
+  expect_status 75 rl run api -r 10/s --adaptive --backoff-on 75 --backoff 100ms -q -- \
+    sh -c 'exit 75' || return
+  local adaptive
+  adaptive=$(adaptive_json api)
+  expect_contains "$adaptive" '"ceiling_per_s":10'
+  expect_contains "$adaptive" '"cut_from_per_s":10'
+  expect_contains "$adaptive" '"rate_per_s":7'
+  expect_contains "$(rl status api)" "RATE"
+  expect_contains "$(rl status api)" "LAST CUT"
+  # The exit status counts with the answers 429 and 503.
+  expect_contains "$(rl --json status api)" '"throttled":1'
+  # Any other status than 0 and those of --backoff-on says nothing of the rate.
+  expect_status 3 rl run other -r 10/s --adaptive --backoff-on 75 -q -- sh -c 'exit 3'
+  expect_eq null "$(adaptive_json other | sed 's/.*"last_cut":\([a-z]*\).*/\1/')" "no cut"
+}
+
+test_try_spaces_grants_at_the_rate_and_without_adaptive_does_not() {
+  expect_status 0 rl try api -r 10/s --adaptive || return
+  expect_status 1 rl try api -r 10/s --adaptive
+  expect_contains "$ERR" '"api" limited (adaptive rate 10/s, learned under sliding-log 10/s); next slot in 0.'
+
+  expect_status 0 rl try api -r 10/s
+  sleep 0.15
+  expect_status 0 rl try api -r 10/s --adaptive
+  # A key that no --adaptive call used has none.
+  expect_status 0 rl try plain -r 10/s
+  expect_eq null "$(adaptive_json plain)" "adaptive of a plain key"
+  expect_true "no adaptive metric for it" sh -c "! '$RATELIMIT' metrics | grep -q 'adaptive_rate{key=\"plain\"}'"
+  expect_contains "$(rl metrics)" 'ratelimit_adaptive_rate{key="api"} 10'
+  expect_contains "$(rl metrics)" 'ratelimit_adaptive_ceiling{key="api"} 10'
+}
+
+test_a_named_limit_says_adaptive_and_reset_forgets_what_was_learned() {
+  mkdir -p home/.config/ratelimit
+  printf '[limits.api]\nrate = "10/s"\nadaptive = true\n' >home/.config/ratelimit/limits.toml
+  local env=(env HOME="$TEST_DIR/home" XDG_CONFIG_HOME="$TEST_DIR/home/.config")
+  expect_status 75 "${env[@]}" "$RATELIMIT" run api --backoff-on 75 --backoff 100ms -q -- \
+    sh -c 'exit 75' || return
+  expect_contains "$(adaptive_json api)" '"cut_from_per_s":10'
+  # Spaced at the rate cut to, about 7/s: 143 ms.
+  sleep 0.2
+  expect_status 0 "${env[@]}" "$RATELIMIT" try api
+  expect_status 1 "${env[@]}" "$RATELIMIT" try api
+  expect_status 0 rl reset api
+  expect_status 1 rl status api
+  expect_status 0 "${env[@]}" "$RATELIMIT" try api
+  expect_contains "$(adaptive_json api)" '"last_cut":null'
+  printf '[limits.api]\nrate = "10/s"\nadaptive = "yes"\n' >home/.config/ratelimit/limits.toml
+  expect_status 2 "${env[@]}" "$RATELIMIT" try api
+  expect_contains "$ERR" "adaptive must be true or false"
+}
+
+run_suite
