@@ -8,7 +8,7 @@ _ratelimit_options() {
   local options="--config --db --store --redis-prefix --store-timeout --store-ca --store-cert
     --store-key --lock-timeout --on-store-error
     --json -q --quiet -E --limited-exit-code -h --help"
-  local limit="-r --rate -a --algorithm -b --burst -c --cost"
+  local limit="-r --rate -a --algorithm -b --burst -c --cost --adaptive"
   case $1 in
   '') options+=" --version" ;;
   try) options+=" $limit" ;;

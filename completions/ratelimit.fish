@@ -191,6 +191,7 @@ complete -c ratelimit -n '__ratelimit_using try wait run pipe' -s a -l algorithm
 complete -c ratelimit -n '__ratelimit_using simulate' -s a -l algorithm -x -a "all $algorithms" -d 'One algorithm, or all'
 complete -c ratelimit -n '__ratelimit_using try wait run pipe simulate' -s b -l burst -x -d 'Token-bucket capacity or leaky-bucket queue depth'
 complete -c ratelimit -n '__ratelimit_using try wait run pipe' -s c -l cost -x -d 'Units this request takes'
+complete -c ratelimit -n '__ratelimit_using try wait run pipe' -l adaptive -d 'The rates are ceilings of a rate learned from the answers'
 complete -c ratelimit -n '__ratelimit_using wait run pipe' -s t -l timeout -x -d 'Longest acceptable wait'
 
 # The options of one command.
