@@ -9,7 +9,6 @@ namespace {
 // Nanoseconds per micro-request per second: a rate of `r` micro-requests per second spaces
 // its grants k_rate_scale / r nanoseconds apart; in microseconds, k_rate_scale_micros / r.
 constexpr Wide k_rate_scale = Wide{k_micro_per_second} * k_nanos_per_second;
-constexpr std::int64_t k_rate_scale_micros = k_micro_per_second * k_micro_per_second;
 
 // The time one grant takes at `rate` (micro-requests per second, >= 1): whole microseconds,
 // rounded up, at most k_max_interval.
@@ -17,17 +16,6 @@ Nanos interval_of(std::int64_t rate) {
   return std::min(ceil_div(k_rate_scale_micros, rate) * k_nanos_per_micro, k_max_interval);
 }
 
-// The cubic's argument |t - K| / K in fixed point, 2^k_fraction_bits for 1; capped at 2^10,
-// where the rate is a thousand times W_max and the ceiling has long bound it.
-constexpr int k_fraction_bits = 20;
-constexpr Wide k_max_fraction = Wide{1} << (k_fraction_bits + 10);
-
-// Successes counted over more than 4 measuring windows are folded into the last 2, as a
-// rate: a throttle cuts from the rate the server let through lately, not from an average
-// since the last cut that the slow start after it lowers, and hours of idleness fold away to
-// less than one success, which is not believed.
-constexpr std::int64_t k_windows_kept = 2;
-constexpr std::int64_t k_windows_before_folding = 4;
 
 // How long successes must have been counted to be believed, at the key's `rate`.
 Nanos measuring_window(std::int64_t rate) {
@@ -86,7 +74,8 @@ std::int64_t effective_micro_rate(const AdaptiveState& state, const Rate& ceilin
   // term grows past the fastest rate only where the ceiling binds anyway: it stops there, so
   // that the script's doubles hold it.
   Wide distance = since >= recovery ? Wide{since} - recovery : Wide{recovery} - since;
-  Wide fraction = std::min(distance * (Wide{1} << k_fraction_bits) / recovery, k_max_fraction);
+  Wide fraction =
+      std::min(distance * (Wide{1} << k_fraction_bits) / recovery, Wide{k_max_fraction});
   Wide term = Wide{state.max_rate} * (k_cut_denominator - k_cut_numerator) / k_cut_denominator;
   for (int i = 0; i < 3; ++i) {
     term = std::min<Wide>(term * fraction >> k_fraction_bits, k_max_adaptive_rate);
@@ -123,7 +112,10 @@ AdaptiveState adapt(const AdaptiveState& state, const Rate& ceiling, AdaptiveEve
   Nanos measured_for = now - next.measured_from;
   if (measured_for > k_windows_before_folding * window) {
     Nanos kept = k_windows_kept * window; // whole microseconds, as the window
-    next.successes = static_cast<std::int64_t>(Wide{next.successes} * kept / measured_for);
+    next.successes =
+        measured_for > k_longest_measure
+            ? 0
+            : static_cast<std::int64_t>(Wide{next.successes} * kept / measured_for);
     next.measured_from = now - kept;
     measured_for = kept;
   }

@@ -81,6 +81,21 @@ inline constexpr std::int64_t k_round_grants = 8;
 // takes for k_recovery_grants grants.
 inline constexpr Nanos k_least_recovery = 6 * k_nanos_per_second;
 inline constexpr std::int64_t k_recovery_grants = 32;
+// The cubic's argument |t - K| / K in fixed point, 2^k_fraction_bits for 1; capped at 2^10,
+// where the rate is a thousand times W_max and the ceiling has long bound it.
+inline constexpr int k_fraction_bits = 20;
+inline constexpr std::int64_t k_max_fraction = std::int64_t{1} << (k_fraction_bits + 10);
+// Successes counted over more than 4 measuring windows are folded into the last 2, as a
+// rate: a throttle cuts from the rate the server let through lately, not from an average
+// since the last cut that the slow start after it lowers; hours of idleness fold away to
+// less than one success, which is not believed, and successes counted from longer ago than
+// 2^40 microseconds (12.7 days) are forgotten outright.
+inline constexpr std::int64_t k_windows_kept = 2;
+inline constexpr std::int64_t k_windows_before_folding = 4;
+inline constexpr Nanos k_longest_measure = (Nanos{1} << 40) * k_nanos_per_micro;
+// Micro-requests per second times microseconds per second: a rate of `r` micro-requests per
+// second spaces its grants k_rate_scale_micros / r microseconds apart.
+inline constexpr std::int64_t k_rate_scale_micros = k_micro_per_second * k_micro_per_second;
 
 // `rate` in micro-requests per second, at most k_max_adaptive_rate.
 std::int64_t micro_rate(const Rate& rate);

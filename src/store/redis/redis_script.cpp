@@ -129,6 +129,17 @@ std::optional<core::ServerWord> stored_word(std::int64_t seq, std::string_view b
   return word;
 }
 
+// The adaptive rate stored in the field adaptive (times in microseconds, as stored), or
+// nothing when it cannot be read.
+std::optional<core::AdaptiveState> decode_adaptive(std::string_view text) {
+  auto values = stored_list(text, 6);
+  if (!values || values->size() != 1) {
+    return std::nullopt;
+  }
+  const std::vector<std::int64_t>& v = values->front();
+  return core::AdaptiveState{v[0], v[1], v[2], v[3], v[4], v[5]};
+}
+
 // Policies as the script stores them: a line each, "quota window field<TAB>name" (window in
 // microseconds, 0 for none). Field names are tokens and policy names printable ASCII
 // (RFC 9651), with neither tabs nor line breaks.
@@ -207,6 +218,7 @@ core::Decision RedisScript::decide(std::string_view key, core::Algorithm algorit
                                      chosen ? "1" : "0",
                                      std::to_string(request.answer_wait)};
   add_limits(arguments, limits);
+  arguments.push_back(request.adaptive ? "1" : "0");
   RedisReply reply = m_connection.run_script(keys_of(key), arguments);
   std::string status = checked_status(key, reply);
   ReplyReader read(reply);
@@ -250,6 +262,8 @@ core::Decision RedisScript::decide(std::string_view key, core::Algorithm algorit
   std::int64_t seq = read.integer();
   decision.budget_until = read.integer();
   read_budget(read, decision);
+  decision.adaptive_rate = read.integer();
+  decision.spaced_until = read.integer();
   if (decision.allowed) {
     decision.grant = {at, request.cost, std::move(markers), seq};
   }
@@ -341,6 +355,13 @@ std::optional<KeyStatus> RedisScript::inspect(std::string_view key,
   status.counters.throttled = read.integer();
   standing.budget_until = read.integer();
   read_budget(read, standing);
+  std::string adaptive = read.text();
+  if (!adaptive.empty()) {
+    status.state.server.adaptive = decode_adaptive(adaptive);
+    if (!status.state.server.adaptive) {
+      damaged(key);
+    }
+  }
   return status;
 }
 
@@ -377,6 +398,7 @@ PauseStanding RedisScript::observe(std::string_view key, const core::Observation
     arguments.push_back(std::to_string(standing.remaining));
     arguments.push_back(std::to_string(standing.reset_after));
   }
+  arguments.push_back(observation.answered ? "1" : "0");
   RedisReply reply = m_connection.run_script(keys_of(key), arguments);
   PauseStanding standing = pause_reply(key, reply);
   ReplyReader read(reply, 3);

@@ -37,6 +37,7 @@ void decision_to_nanos(core::Decision& decision) {
   // The markers stay as the script made them: only give_back reads them.
   decision.grant.at = to_nanos(decision.grant.at);
   decision.budget_until = to_nanos(decision.budget_until);
+  decision.spaced_until = to_nanos(decision.spaced_until);
   if (decision.budget) {
     decision.budget->reset = to_nanos(decision.budget->reset);
   }
@@ -211,6 +212,12 @@ std::vector<KeyStatus> RedisStore::status(std::span<const std::string> keys) {
       entry.reset = to_nanos(entry.reset);
     }
     status->state.server.answered_at = to_nanos(status->state.server.answered_at);
+    if (auto& adaptive = status->state.server.adaptive) {
+      for (core::Nanos* time :
+           {&adaptive->cut_at, &adaptive->measured_from, &adaptive->clock, &adaptive->next_slot}) {
+        *time = to_nanos(*time);
+      }
+    }
     status->state.server.answer_latency = to_nanos(status->state.server.answer_latency);
     for (core::AwaitedAnswer& awaited : status->state.server.awaited) {
       awaited.at = to_nanos(awaited.at);

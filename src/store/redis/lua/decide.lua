@@ -205,7 +205,8 @@ end
 local function new_decision(state, now, n)
   local decision = {allowed = false, algorithm = state.algorithm, refusal = k_refusal.none,
                     now = now, wait = 0, binding = 1, remaining = 0, reset_after = 0,
-                    paused_until = 0, budget_until = 0, limits = {},
+                    paused_until = 0, budget_until = 0, adaptive_rate = 0,
+                    spaced_until = 0, limits = {},
                     grant = {at = 0, cost = 0, seq = 0, markers = {}}}
   for i = 1, n do
     decision.limits[i] = {remaining = 0, reset_after = 0, retry_after = 0}
@@ -254,6 +255,19 @@ local function decide(state, limits, log, request)
     decision.paused_until = state.paused_until
     at = math.max(at, state.paused_until)
   end
+  if request.adaptive then
+    -- Nor before the slot the learned rate spaces it to.
+    if not state.server.adaptive then
+      state.server.adaptive = {max_rate = 0, cut_at = 0, successes = 0, measured_from = 0,
+                               clock = 0, next_slot = 0}
+    end
+    decision.adaptive_rate = effective_micro_rate(state.server.adaptive,
+                                                  adaptive_ceiling(limits), decision.now)
+    if state.server.adaptive.next_slot > at then
+      decision.spaced_until = state.server.adaptive.next_slot
+      at = state.server.adaptive.next_slot
+    end
+  end
   at = protected_slot(rules, remembered, states[1], log, at, request.cost)
   local open = budget_open(state.server, at, request.cost)
   if open > at then
@@ -289,6 +303,13 @@ local function decide(state, limits, log, request)
     decision.grant = {at = at, cost = request.cost, markers = {},
                       seq = count_grant(state.server, decision.now, at, request.cost,
                                         request.answer_wait)}
+    if request.adaptive then
+      -- Spaced at the rate now; a grant given back leaves the spacing as it is.
+      local adaptive = state.server.adaptive
+      local interval = adaptive_interval(adaptive, adaptive_ceiling(limits), decision.now,
+                                         request.cost)
+      adaptive.next_slot = interval >= k_max_time - at and k_max_time or at + interval
+    end
     if algorithm.shares_state then
       local marker = rules.take(retention_limit(state, limits), states[1].slots, log,
                                 decision.now, at, request.cost)
@@ -481,6 +502,16 @@ local function observe(state, now, observation)
   observe_server(state.server, state.clock, observation.standings, observation.grant)
   if observation.policies ~= '' then
     state.server.policies = observation.policies
+  end
+  if state.server.adaptive and #state.limits > 0 and
+      (observation.throttled or observation.answered) then
+    -- Under the rates of the key's last call, its ceilings.
+    local limits = {}
+    for i, s in ipairs(state.limits) do
+      limits[i] = s.limit
+    end
+    state.server.adaptive = adapt(state.server.adaptive, adaptive_ceiling(limits),
+                                  observation.throttled, state.clock)
   end
   return state.paused_until
 end

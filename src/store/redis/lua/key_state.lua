@@ -33,7 +33,7 @@ local function load()
   end
   local flat = redis.call('HMGET', base, 'algorithm', 'clock', 'limits', 'log_period',
                           'paused_until', 'grant_seq', 'budget', 'awaited', 'policies',
-                          'answered')
+                          'answered', 'adaptive')
   if not flat[1] and not flat[2] and not flat[3] then
     return nil
   end
@@ -41,7 +41,7 @@ local function load()
   if not paused_until or not is_time(paused_until) then
     return nil, 'damaged'
   end
-  local word = decode_word(flat[6], flat[7], flat[8], flat[10])
+  local word = decode_word(flat[6], flat[7], flat[8], flat[10], flat[11])
   if not word then
     return nil, 'damaged'
   end
@@ -146,8 +146,8 @@ local function expiry_ms(duration)
   return ceil_div(duration, k_micros_per_milli) + 1
 end
 
--- Writes the key's server word (its grant sequence, budget, awaited answers and policies)
--- into its hash; an empty list is no field.
+-- Writes the key's server word (its grant sequence, budget, awaited answers, policies and
+-- adaptive rate) into its hash; an empty list is no field.
 local function save_word(word)
   local set, gone = {'grant_seq', int(word.grant_seq)}, {}
   for _, field in ipairs({'budget', 'awaited'}) do
@@ -163,6 +163,9 @@ local function save_word(word)
   if word.answered_at ~= 0 or word.answer_latency ~= 0 then
     set[#set + 1], set[#set + 2] = 'answered',
                                    int(word.answered_at) .. ' ' .. int(word.answer_latency)
+  end
+  if word.adaptive then
+    set[#set + 1], set[#set + 2] = 'adaptive', encode_adaptive(word.adaptive)
   end
   redis.call('HSET', base, unpack(set))
   if #gone > 0 and word.stored_lists then

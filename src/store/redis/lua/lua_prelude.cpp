@@ -2,6 +2,7 @@
 // algorithm table of src/core/algorithm.cpp and the constants the scripts share with the
 // C++ code, so that no Lua file copies them. Built and run at build time (see
 // CMakeLists.txt): `lua_prelude OUTPUT`.
+#include "core/adaptive_rate.hpp"
 #include "core/algorithm.hpp"
 #include "core/bounds.hpp"
 #include "core/decide.hpp"
@@ -66,6 +67,27 @@ std::string prelude() {
   constant("k_max_ceiling", core::k_max_ceiling, "core::k_max_ceiling");
   constant("k_stale_fraction", core::k_stale_fraction, "core::k_stale_fraction");
   constant("k_probe_wait_fraction", core::k_probe_wait_fraction, "core::k_probe_wait_fraction");
+  // The adaptive rate's law (core/adaptive_rate.hpp): rates in micro-requests per second,
+  // durations in microseconds.
+  constant("k_max_adaptive_rate", core::k_max_adaptive_rate, "core::k_max_adaptive_rate");
+  constant("k_rate_scale_micros", core::k_rate_scale_micros, "core::k_rate_scale_micros");
+  constant("k_success_unit", core::k_success_unit, "core::k_success_unit");
+  constant("k_max_successes", core::k_max_successes, "core::k_max_successes");
+  constant("k_max_interval", core::k_max_interval / k_micro, "core::k_max_interval");
+  constant("k_cut_numerator", core::k_cut_numerator, "core::k_cut_numerator");
+  constant("k_cut_denominator", core::k_cut_denominator, "core::k_cut_denominator");
+  constant("k_floor_divisor", core::k_floor_divisor, "core::k_floor_divisor");
+  constant("k_least_floor", core::k_least_floor, "core::k_least_floor");
+  constant("k_least_round", core::k_least_round / k_micro, "core::k_least_round");
+  constant("k_round_grants", core::k_round_grants, "core::k_round_grants");
+  constant("k_least_recovery", core::k_least_recovery / k_micro, "core::k_least_recovery");
+  constant("k_recovery_grants", core::k_recovery_grants, "core::k_recovery_grants");
+  constant("k_fraction_bits", core::k_fraction_bits, "core::k_fraction_bits");
+  constant("k_max_fraction", core::k_max_fraction, "core::k_max_fraction");
+  constant("k_windows_kept", core::k_windows_kept, "core::k_windows_kept");
+  constant("k_windows_before_folding", core::k_windows_before_folding,
+           "core::k_windows_before_folding");
+  constant("k_longest_measure", core::k_longest_measure / k_micro, "core::k_longest_measure");
   constant("k_counter_retention_ms", store::k_counter_retention / k_milli,
            "store::k_counter_retention");
   constant("k_run_slots_linger_ms", store::redis::k_run_slots_linger / k_milli,

@@ -7,7 +7,9 @@
 --             negated), log_period (sliding log: the longest period a call named),
 --             paused_until, and the server's word: grant_seq, budget "ceiling reset ...",
 --             awaited "seq cost at until ..." (see server_budget.lua), policies (as observe
---             was given them, store::redis::encode_policies), answered "at latency"
+--             was given them, store::redis::encode_policies), answered "at latency",
+--             adaptive "max_rate cut_at successes measured_from clock next_slot"
+--             (adaptive_rate.lua)
 --   KEYS[2,3] its sliding log, BASE:t and BASE:c (see grant_log.lua)
 --   KEYS[4]   its counters, BASE:n (granted, limited, waited_us, throttled)
 --   KEYS[5..] reset only: the logs of version 1 it asked for (see reset)
@@ -17,10 +19,12 @@
 --   ARGV[2]   now in microseconds, for the conformance test only; empty: the server's TIME.
 --             With an explicit now nothing expires, so that a test's clock need not be real.
 --   decide    ARGV[3..] algorithm cost reserve(0|1) max_wait(-1: none) chosen(0|1)
---             answer_wait(0: awaits none) n, n x (count period burst) -> {'ok', algorithm,
+--             answer_wait(0: awaits none) n, n x (count period burst), adaptive(0|1)
+--             -> {'ok', algorithm,
 --             allowed, now, wait, binding, remaining, reset_after, at, n, n x (remaining,
 --             reset_after, retry_after, marker), refusal, paused_until (0: no pause runs),
---             seq, budget_until (0: none), budget_remaining (-1: no budget), budget_reset}
+--             seq, budget_until (0: none), budget_remaining (-1: no budget), budget_reset,
+--             adaptive_rate (0: not adaptive), spaced_until (0: not spaced)}
 --             or {'conflict', stored algorithm}. A key made by another algorithm keeps its own unless the
 --             algorithm was chosen (then 'conflict'). A decision adds itself to the counters.
 --   decide, give_back and inspect reply {'damaged'} for a key whose values this script did
@@ -33,7 +37,8 @@
 --             n x (count period burst s1 s2 s3 remaining reset_after retry_after),
 --             log_period, paused_until as stored, granted, limited, waited_us, m,
 --             m x (count period burst s1 s2 s3), grant_seq, budget, awaited, policies,
---             answered_at, answer_latency, throttled, budget_until, budget_remaining (-1: none), budget_reset}:
+--             answered_at, answer_latency, throttled, budget_until, budget_remaining (-1: none), budget_reset,
+--             adaptive (as stored, '' for none)}:
 --             core::inspect for a try of that cost, the state, the counters, the limits the
 --             key remembers and its server word; a key that holds only what a server said
 --             has the algorithm '' and no limits
@@ -48,7 +53,7 @@
 --             core::overdrawn_until), probe_until (0: the grant waits for no probe,
 --             core::probe_held_until)}, reading only KEYS[1]
 --   observe   ARGV[3..] pause throttled(0|1) grant(-1: unknown) policies n, n x (remaining
---             reset_after) -> {'ok', now, paused_until (0: none runs), budget_remaining (-1:
+--             reset_after), answered(0|1) -> {'ok', now, paused_until (0: none runs), budget_remaining (-1:
 --             none), budget_reset}: core::observe_key; the key, made holding only what the
 --             answer left when missing, is kept until that ends; a throttled answer adds to
 --             the counters
@@ -98,7 +103,9 @@ function operations.decide()
   local request = {now = now, cost = tonumber(ARGV[4]), reserve = ARGV[5] == '1',
                    max_wait = max_wait < 0 and math.huge or max_wait}
   request.answer_wait = tonumber(ARGV[8])
-  local call = {algorithm = ARGV[3], chosen = ARGV[7] == '1', limits = read_limits(9),
+  local limits, next_arg = read_limits(9)
+  request.adaptive = ARGV[next_arg] == '1'
+  local call = {algorithm = ARGV[3], chosen = ARGV[7] == '1', limits = limits,
                 request = request}
   local stored, problem = load()
   if problem or not logs_intact() or not counters_intact() then
@@ -123,7 +130,8 @@ function operations.decide()
   reply[#reply + 1] = decision.refusal
   reply[#reply + 1] = decision.paused_until
   for _, value in ipairs({decision.grant.seq or 0, decision.budget_until,
-                          decision.budget_remaining or -1, decision.budget_reset or 0}) do
+                          decision.budget_remaining or -1, decision.budget_reset or 0,
+                          decision.adaptive_rate, decision.spaced_until}) do
     reply[#reply + 1] = value
   end
   return reply
@@ -185,7 +193,8 @@ function operations.inspect()
   for _, value in ipairs({word.grant_seq, encode_list(word.budget), encode_list(word.awaited),
                           word.policies, word.answered_at, word.answer_latency, throttled,
                           standing.budget_until,
-                          standing.budget_remaining or -1, standing.budget_reset or 0}) do
+                          standing.budget_remaining or -1, standing.budget_reset or 0,
+                          word.adaptive and encode_adaptive(word.adaptive) or ''}) do
     reply[#reply + 1] = value
   end
   return reply
@@ -227,13 +236,15 @@ end
 -- that ends. A throttled answer adds to the counters.
 function operations.observe()
   local observation = {pause = tonumber(ARGV[3]), grant = tonumber(ARGV[5]),
-                       policies = ARGV[6], standings = {}}
+                       policies = ARGV[6], standings = {}, throttled = ARGV[4] == '1'}
   if observation.grant < 0 then
     observation.grant = nil
   end
-  for i = 1, tonumber(ARGV[7]) do
+  local n = tonumber(ARGV[7])
+  for i = 1, n do
     observation.standings[i] = {tonumber(ARGV[6 + 2 * i]), tonumber(ARGV[7 + 2 * i])}
   end
+  observation.answered = ARGV[8 + 2 * n] == '1'
   local stored, problem = load()
   if problem or (stored and not logs_intact()) or not counters_intact() then
     return damaged()

@@ -2,7 +2,8 @@
 -- grant sequence, its server budget (ceilings on that sequence until their resets), and the
 -- grants awaiting their answers. Times in microseconds. A word is a table {grant_seq,
 -- budget = {{ceiling, reset}...} by reset, awaited = {{seq, cost, at, until}...} oldest
--- first, policies = the text observe stored (store::redis::encode_policies), '' for none}.
+-- first, policies = the text observe stored (store::redis::encode_policies), '' for none,
+-- adaptive = the adaptive rate (adaptive_rate.lua), nil for none}.
 
 -- A word that holds nothing.
 local function no_word()
@@ -240,6 +241,9 @@ local function server_word_until(word, at_now)
   for _, awaited in ipairs(word.awaited) do
     until_time = math.max(until_time, awaited[4])
   end
+  if word.adaptive then
+    until_time = math.max(until_time, adaptive_until(word.adaptive))
+  end
   return until_time
 end
 
@@ -282,11 +286,14 @@ local function is_ceiling(n)
   return is_exact(n) and n >= -k_max_ceiling and n <= k_max_ceiling
 end
 
--- The word stored in the fields `seq`, `budget` and `awaited` of the key's hash, or nil when
--- it cannot be read (core::within_bounds).
-local function decode_word(seq, budget, awaited, answered)
+-- The word stored in the fields `seq`, `budget`, `awaited`, `answered` and `adaptive` of
+-- the key's hash, or nil when it cannot be read (core::within_bounds).
+local function decode_word(seq, budget, awaited, answered, adaptive)
   local word = {grant_seq = tonumber(seq or '0'), policies = '', answered_at = 0,
-                answer_latency = 0}
+                answer_latency = 0, adaptive = decode_adaptive(adaptive)}
+  if word.adaptive == false then
+    return nil
+  end
   local times = decode_list(answered, 2, 1, function(value, index)
     return index == 1 and (value == 0 or is_time(value)) or
              index == 2 and is_exact(value) and value >= 0 and value <= k_max_time
