@@ -90,4 +90,14 @@ test_a_named_limit_says_adaptive_and_reset_forgets_what_was_learned() {
   expect_contains "$ERR" "adaptive must be true or false"
 }
 
+test_pipe_spaces_lines_at_the_adaptive_rate() {
+  local started elapsed
+  started=$(now_ms)
+  printf 'a\nb\nc\nd\n' | rl pipe api -r 10/s --adaptive >out
+  elapsed=$(($(now_ms) - started))
+  expect_eq 4 "$(wc -l <out)" "lines through"
+  # The limit alone lets the four through at once.
+  expect_true "four lines spaced at 10/s: at least 300 ms, not $elapsed ms" test "$elapsed" -ge 290
+}
+
 run_suite

@@ -48,7 +48,7 @@ test_status_json_fields() {
   expect_status 0 rl --json status api
   local fields
   fields=$(json_eval '" ".join(sorted(j[0]))' <<<"$OUT")
-  expect_eq "algorithm budget burst counters idle_ms key last_use limit limits period_ms policies remaining reset_after_ms retry_after_ms" \
+  expect_eq "adaptive algorithm budget burst counters idle_ms key last_use limit limits period_ms policies remaining reset_after_ms retry_after_ms" \
     "$fields" "fields"
   expect_eq api "$(json_eval 'j[0]["key"]' <<<"$OUT")" "key"
   expect_eq token-bucket "$(json_eval 'j[0]["algorithm"]' <<<"$OUT")" "algorithm"
@@ -208,7 +208,7 @@ test_a_window_key_of_an_earlier_version_reads() {
     expect_eq 1125899906842624 "$(rcli HGET 'ratelimit:{old}' limits | cut -d' ' -f1)" \
       "what the key granted, written back"
   else
-    expect_eq 7 "$(sqlite3 "$DB" 'PRAGMA user_version')" "schema version after the upgrade"
+    expect_eq 8 "$(sqlite3 "$DB" 'PRAGMA user_version')" "schema version after the upgrade"
     expect_eq 0000000000000400 \
       "$(sqlite3 "$DB" "SELECT hex(substr(limits, 1, 8)) FROM keys WHERE name = CAST('old' AS BLOB)")" \
       "what the key granted, written back"

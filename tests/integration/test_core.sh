@@ -155,7 +155,7 @@ test_the_database_is_in_wal_mode_from_its_creation() {
   rl try k -r 1/min
   expect_eq wal "$(sqlite3 "$DB" 'PRAGMA journal_mode')" "journal mode"
   expect_eq 1380732244 "$(sqlite3 "$DB" 'PRAGMA application_id')" "application id"
-  expect_eq 7 "$(sqlite3 "$DB" 'PRAGMA user_version')" "schema version"
+  expect_eq 8 "$(sqlite3 "$DB" 'PRAGMA user_version')" "schema version"
 }
 
 test_a_new_rate_on_a_key_applies_at_the_next_call() {
@@ -533,7 +533,7 @@ INSERT INTO grant_log VALUES (1, $second, 1, $((now - 1))), (1, $second, 2, $now
   (1, $minute, 1, $((now - 1))), (1, $minute, 2, $now);
 SQL
   expect_status 0 rl status
-  expect_eq 7 "$(sqlite3 "$DB" 'PRAGMA user_version')" "schema version after the upgrade"
+  expect_eq 8 "$(sqlite3 "$DB" 'PRAGMA user_version')" "schema version after the upgrade"
   # One log: each grant counts once for each limit that logged it, never less.
   expect_eq "4|4" "$(sqlite3 "$DB" 'SELECT count(*), max(cumulative) FROM grant_log')" "log"
   expect_eq "$minute" "$(sqlite3 "$DB" 'SELECT log_period FROM keys')" "log period"
@@ -548,7 +548,7 @@ test_a_version_2_database_gets_the_run_slots_table() {
   sqlite3 "$DB" "DROP TABLE runs; PRAGMA user_version = 2; PRAGMA wal_checkpoint(TRUNCATE);" \
     >/dev/null
   expect_status 0 rl status k
-  expect_eq 7 "$(sqlite3 "$DB" 'PRAGMA user_version')" "schema version after the upgrade"
+  expect_eq 8 "$(sqlite3 "$DB" 'PRAGMA user_version')" "schema version after the upgrade"
   expect_eq 4 "$(json_field "$(rl --json status k)" remaining)" "the key's state kept"
   expect_status 0 rl run k -j 1 -- true
 }
@@ -572,8 +572,8 @@ test_a_database_on_a_pseudo_file_system_names_the_real_cause() {
 test_newer_schema_is_refused_and_unchanged() {
   on_store sqlite || return 0
   rl try k -r 1/s
-  sqlite3 "$DB" "PRAGMA user_version = 8; PRAGMA wal_checkpoint(TRUNCATE);" >/dev/null
-  expect_foreign_file_untouched "$DB" "schema version 8, newer than this ratelimit reads"
+  sqlite3 "$DB" "PRAGMA user_version = 9; PRAGMA wal_checkpoint(TRUNCATE);" >/dev/null
+  expect_foreign_file_untouched "$DB" "schema version 9, newer than this ratelimit reads"
 }
 
 test_concurrent_first_use_creates_one_database() {

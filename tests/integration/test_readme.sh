@@ -115,6 +115,26 @@ test_recipe_http_api_quota() {
   expect_true "at most 1 answer 429, not $throttled" test "$throttled" -le 1
 }
 
+# An HTTP API that keeps its limit secret: a ceiling ten times too high, and the rate the
+# key learns from the 429s keeps them few (without --adaptive, about one call in two).
+test_recipe_http_api_secret() {
+  command -v curl >/dev/null || { skip "no curl"; return 0; }
+  local text
+  text=$(recipe http-api-secret)
+  expect_contains "$text" "--adaptive" "the recipe" || return
+  start_api arrivals --limit 5 --period 1 --window fixed --secret
+  text=${text//https:\/\/api.example.com/http://127.0.0.1:$API_PORT}
+  seq 40 >ids.txt
+  bash -c "$text" >out 2>err
+  local status=$?
+  stop_api
+  expect_eq 0 "$status" "status of the recipe"
+  expect_eq 40 "$(grep -c ' 200 /items/' arrivals)" "calls answered 200 through the recipe"
+  local throttled
+  throttled=$(grep -c ' 429 /items/' arrivals)
+  expect_true "at most 6 answers 429 in 40 calls, not $throttled" test "$throttled" -le 6
+}
+
 # An HTTP API that allows 5 requests a second: with --until-exit, no 429 however the calls'
 # connection times vary; without it, as the README says, some.
 test_recipe_http_api() {
