@@ -260,12 +260,12 @@ Decision decide(KeyState& state, std::span<const Limit> limits, GrantLog& log,
     decision.grant.seq =
         count_grant(state.server, decision.now, at, request.cost, request.answer_wait);
     if (request.adaptive) {
-      // Spaced at the rate now. A grant given back leaves the spacing as it is: the slot
-      // goes unused, never granted twice.
+      // Spaced at the rate now.
       AdaptiveState& adaptive = *state.server.adaptive;
       Nanos interval = adaptive_interval(adaptive, adaptive_ceiling(limits), decision.now,
                                          request.cost);
       adaptive.next_slot = interval >= k_max_time - at ? k_max_time : at + interval;
+      decision.grant.paced = interval;
     }
     if (rules.shares_state()) {
       std::int64_t marker = rules.take(retention_limit(state, limits), states[0], log, decision.now,
@@ -334,6 +334,14 @@ void give_back(KeyState& state, std::span<const Limit> limits, GrantLog& log, Na
   state.limits = std::move(states);
   state.remembered = std::move(remembered);
   return_grant(state.server, grant.seq, grant.cost, grant.at);
+  if (grant.paced > 0 && grant.at >= state.clock && state.server.adaptive) {
+    // The spacing a slot still to come took goes back with it, so that waiters who give
+    // their slots back (a pause, a probe) and reserve again find them, not a schedule
+    // stretched by slots nobody will use. The slots reserved after it stay: the next grant
+    // may share the last one's time, never more than one grant in excess of the rate.
+    AdaptiveState& adaptive = *state.server.adaptive;
+    adaptive.next_slot = std::max(state.clock, adaptive.next_slot - grant.paced);
+  }
 }
 
 Decision inspect(const KeyState& state, GrantLog& log, Nanos now, std::int64_t cost) {

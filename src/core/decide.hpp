@@ -41,6 +41,9 @@ struct Grant {
   // The key's grant sequence after this grant (ServerWord::grant_seq): what `observe
   // --grant` names the request by.
   std::int64_t seq = 0;
+  // --adaptive: the spacing this grant added after its slot (AdaptiveState::next_slot);
+  // given back with it.
+  Nanos paced = 0;
 };
 
 // The state of one limit after a decision.

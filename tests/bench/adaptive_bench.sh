@@ -24,10 +24,12 @@ export RATELIMIT_DB=$work/ratelimit.db
 api_pid=
 sampler_pid=
 stop() {
-  [ -n "$sampler_pid" ] && kill "$sampler_pid" 2>/dev/null && wait "$sampler_pid" 2>/dev/null
-  [ -n "$api_pid" ] && kill "$api_pid" 2>/dev/null && wait "$api_pid" 2>/dev/null
+  local pid
+  for pid in $sampler_pid $api_pid; do
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
   sampler_pid= api_pid=
-  return 0
 }
 trap 'stop; bench_cleanup' EXIT
 

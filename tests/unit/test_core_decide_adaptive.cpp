@@ -117,3 +117,21 @@ TEST_CASE("core::decide_key keeps what an adaptive key learned when it forgets i
   REQUIRE(outcome.state.server.adaptive);
   CHECK(outcome.state.server.adaptive->cut_at == k_t0 + 10 * k_ms);
 }
+
+TEST_CASE("core::give_back returns the spacing of a slot still to come") {
+  TestKey key(Algorithm::sliding_log, {limit_of(10, k_s)});
+  Decision first = key.ask(adaptive_request(k_t0, true));
+  Decision second = key.ask(adaptive_request(k_t0, true));
+  Decision third = key.ask(adaptive_request(k_t0, true));
+  REQUIRE(third.allowed);
+  CHECK(third.grant.at == k_t0 + 200 * k_ms);
+  CHECK(third.grant.paced == 100 * k_ms);
+  // Waiters that give their slots back, as after a pause, and reserve again find them.
+  key.cancel(k_t0 + 10 * k_ms, third);
+  key.cancel(k_t0 + 10 * k_ms, second);
+  CHECK(key.state().server.adaptive->next_slot == k_t0 + 100 * k_ms);
+  CHECK(key.ask(adaptive_request(k_t0 + 10 * k_ms, true)).grant.at == k_t0 + 100 * k_ms);
+  // A slot that has passed is spent: giving it back returns nothing of the spacing.
+  key.cancel(k_t0 + 150 * k_ms, first);
+  CHECK(key.state().server.adaptive->next_slot == k_t0 + 200 * k_ms);
+}

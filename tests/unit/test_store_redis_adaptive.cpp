@@ -36,6 +36,7 @@ std::string describe(const std::optional<core::AdaptiveState>& state) {
 }
 
 struct Totals {
+  int given_back = 0;
   int granted = 0;
   int spaced = 0;
   int cuts = 0;
@@ -60,6 +61,13 @@ bool compare_run(store::redis::RedisScript& script, std::uint64_t seed, Totals& 
   std::string key = fmt::format("adaptive {}", seed);
   script.reset(key);
   conformance::MemoryKey core_key;
+  // The grants so far, as the core and the script made them, and whether given back.
+  struct Granted {
+    core::Grant core;
+    core::Grant script;
+    bool given_back = false;
+  };
+  std::vector<Granted> grants;
   core::Nanos now = 1'700'000'000'000'000 + uniform(0, 1'000'000);
   for (int step = 0; step < 300; ++step) {
     int kind = static_cast<int>(uniform(0, 99));
@@ -67,7 +75,15 @@ bool compare_run(store::redis::RedisScript& script, std::uint64_t seed, Totals& 
                                                             : -uniform(0, interval);
     std::string where = fmt::format("seed {} ({} {}/{}us) step {} at {}", seed,
                                     core::algorithm_name(algorithm), count, period, step, now);
-    if (uniform(0, 99) < 35) {
+    if (!grants.empty() && uniform(0, 99) < 8) {
+      Granted& granted = grants[static_cast<std::size_t>(uniform(0, grants.size() - 1))];
+      if (!granted.given_back) {
+        granted.given_back = true;
+        core_key.give_back(algorithm, nanos, granted.core, now * k_micro);
+        script.give_back(key, algorithm, micros, granted.script, now);
+        ++totals.given_back;
+      }
+    } else if (uniform(0, 99) < 35) {
       core::Observation observation;
       observation.answered = true;
       observation.throttled = uniform(0, 99) < 30;
@@ -108,6 +124,9 @@ bool compare_run(store::redis::RedisScript& script, std::uint64_t seed, Totals& 
       }
       totals.granted += expected.allowed;
       totals.spaced += expected.spaced_until != 0;
+      if (expected.allowed) {
+        grants.push_back({expected.grant, actual.grant});
+      }
     }
     auto status = script.inspect(key, now);
     std::optional<core::AdaptiveState> expected =
@@ -136,10 +155,12 @@ TEST_CASE("store::redis::RedisScript learns an adaptive rate exactly as the core
       break;
     }
   }
-  MESSAGE(fmt::format("adaptive, 40 runs: {} granted, {} spaced by the rate, {} cuts, {} "
-                      "throttles grouped with a cut",
-                      totals.granted, totals.spaced, totals.cuts, totals.grouped));
+  MESSAGE(fmt::format("adaptive, 40 runs: {} granted, {} given back, {} spaced by the rate, {} "
+                      "cuts, {} throttles grouped with a cut",
+                      totals.granted, totals.given_back, totals.spaced, totals.cuts,
+                      totals.grouped));
   CHECK(totals.cuts > 40);
   CHECK(totals.grouped > 40);
   CHECK(totals.spaced > 200);
+  CHECK(totals.given_back > 200);
 }

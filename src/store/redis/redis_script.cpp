@@ -264,8 +264,9 @@ core::Decision RedisScript::decide(std::string_view key, core::Algorithm algorit
   read_budget(read, decision);
   decision.adaptive_rate = read.integer();
   decision.spaced_until = read.integer();
+  core::Nanos paced = read.integer();
   if (decision.allowed) {
-    decision.grant = {at, request.cost, std::move(markers), seq};
+    decision.grant = {at, request.cost, std::move(markers), seq, paced};
   }
   return decision;
 }
@@ -283,6 +284,7 @@ void RedisScript::give_back(std::string_view key, core::Algorithm algorithm,
   for (std::size_t i = 0; i < limits.size(); ++i) {
     arguments.push_back(std::to_string(i < grant.markers.size() ? grant.markers[i] : 0));
   }
+  arguments.push_back(std::to_string(grant.paced));
   checked_status(key, m_connection.run_script(keys_of(key), arguments));
 }
 

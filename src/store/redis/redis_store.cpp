@@ -36,6 +36,7 @@ void decision_to_nanos(core::Decision& decision) {
   }
   // The markers stay as the script made them: only give_back reads them.
   decision.grant.at = to_nanos(decision.grant.at);
+  decision.grant.paced = to_nanos(decision.grant.paced);
   decision.budget_until = to_nanos(decision.budget_until);
   decision.spaced_until = to_nanos(decision.spaced_until);
   if (decision.budget) {
@@ -93,6 +94,7 @@ void RedisStore::give_back(std::string_view key, core::Algorithm algorithm,
                            std::span<const core::Limit> limits, const core::Grant& grant) {
   core::Grant micros = grant;
   micros.at = grant.at / k_micro;
+  micros.paced = grant.paced / k_micro;
   m_script.give_back(key, algorithm, limits_in_micros(limits, grant.cost), micros, script_now());
 }
 

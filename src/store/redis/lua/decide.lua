@@ -207,7 +207,7 @@ local function new_decision(state, now, n)
                     now = now, wait = 0, binding = 1, remaining = 0, reset_after = 0,
                     paused_until = 0, budget_until = 0, adaptive_rate = 0,
                     spaced_until = 0, limits = {},
-                    grant = {at = 0, cost = 0, seq = 0, markers = {}}}
+                    grant = {at = 0, cost = 0, seq = 0, paced = 0, markers = {}}}
   for i = 1, n do
     decision.limits[i] = {remaining = 0, reset_after = 0, retry_after = 0}
   end
@@ -300,7 +300,7 @@ local function decide(state, limits, log, request)
   decision.wait = wait
 
   if decision.allowed then
-    decision.grant = {at = at, cost = request.cost, markers = {},
+    decision.grant = {at = at, cost = request.cost, markers = {}, paced = 0,
                       seq = count_grant(state.server, decision.now, at, request.cost,
                                         request.answer_wait)}
     if request.adaptive then
@@ -309,6 +309,7 @@ local function decide(state, limits, log, request)
       local interval = adaptive_interval(adaptive, adaptive_ceiling(limits), decision.now,
                                          request.cost)
       adaptive.next_slot = interval >= k_max_time - at and k_max_time or at + interval
+      decision.grant.paced = interval
     end
     if algorithm.shares_state then
       local marker = rules.take(retention_limit(state, limits), states[1].slots, log,
@@ -382,6 +383,11 @@ local function give_back(state, limits, log, now, grant)
   state.remembered = forget_fresh(rules, remembered, log, state.clock)
   state.limits = states
   return_grant(state.server, grant.seq, grant.cost, grant.at)
+  if grant.paced > 0 and grant.at >= state.clock and state.server.adaptive then
+    -- The spacing a slot still to come took goes back with it (core::give_back).
+    local adaptive = state.server.adaptive
+    adaptive.next_slot = math.max(state.clock, adaptive.next_slot - grant.paced)
+  end
 end
 
 -- core::inspect: the key's standing under its stored limits, without changing it.

@@ -24,14 +24,15 @@
 --             allowed, now, wait, binding, remaining, reset_after, at, n, n x (remaining,
 --             reset_after, retry_after, marker), refusal, paused_until (0: no pause runs),
 --             seq, budget_until (0: none), budget_remaining (-1: no budget), budget_reset,
---             adaptive_rate (0: not adaptive), spaced_until (0: not spaced)}
+--             adaptive_rate (0: not adaptive), spaced_until (0: not spaced), paced (the
+--             spacing the grant took, 0: none)}
 --             or {'conflict', stored algorithm}. A key made by another algorithm keeps its own unless the
 --             algorithm was chosen (then 'conflict'). A decision adds itself to the counters.
 --   decide, give_back and inspect reply {'damaged'} for a key whose values this script did
 --   not write (another type, unreadable fields, values out of bounds), and {'clock'} when
 --   the clock is past the latest time the store counts
---   give_back ARGV[3..] algorithm at cost seq n, n x (count period burst), n x marker
---             -> {'ok'}
+--   give_back ARGV[3..] algorithm at cost seq n, n x (count period burst), n x marker,
+--             paced (the spacing the grant took, 0: none) -> {'ok'}
 --   inspect   ARGV[3] cost (empty: 1) -> {'none'} or {'ok', algorithm, clock, now, allowed,
 --             wait, binding, remaining, reset_after, paused_until (0: no pause runs), n,
 --             n x (count period burst s1 s2 s3 remaining reset_after retry_after),
@@ -131,7 +132,8 @@ function operations.decide()
   reply[#reply + 1] = decision.paused_until
   for _, value in ipairs({decision.grant.seq or 0, decision.budget_until,
                           decision.budget_remaining or -1, decision.budget_reset or 0,
-                          decision.adaptive_rate, decision.spaced_until}) do
+                          decision.adaptive_rate, decision.spaced_until,
+                          decision.grant.paced}) do
     reply[#reply + 1] = value
   end
   return reply
@@ -145,6 +147,7 @@ function operations.give_back()
   for i = 1, #limits do
     grant.markers[i] = tonumber(ARGV[next_arg + i - 1])
   end
+  grant.paced = tonumber(ARGV[next_arg + #limits] or '0') or 0
   local stored, problem = load()
   if problem or not logs_intact() then
     return damaged()
