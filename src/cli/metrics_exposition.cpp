@@ -189,8 +189,8 @@ std::string metrics_exposition(const std::vector<store::NamedCounters>& counters
   for (const AdaptiveFamily& family : k_adaptive) {
     text.family(family.name, "gauge", family.help);
     for (const store::KeyStatus& status : statuses) {
-      auto view = status.damage.empty() ? adaptive_view(status.state, status.standing.now)
-                                        : std::nullopt;
+      auto view =
+          status.damage.empty() ? adaptive_view(status.state, status.standing.now) : std::nullopt;
       if (auto value = view ? family.value(*view) : std::nullopt) {
         text.sample(family.name, KeyLabels(status.key).labels(), *value);
       }

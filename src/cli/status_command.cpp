@@ -362,11 +362,12 @@ int run_status(const StatusOptions& options, bool json, StoreOpener& stores) {
     if (adaptive) {
       auto view = adaptive_view(status->state, standing.now);
       rows.back().push_back(view ? per_second_text(view->micro_rate) : "-");
-      rows.back().push_back(view && view->cut_at != 0
-                                ? core::format_duration(std::max<core::Nanos>(
-                                      0, standing.now - view->cut_at)) +
-                                      " ago"
-                                : "-");
+      std::string last_cut = "-";
+      if (view && view->cut_at != 0) {
+        last_cut =
+            core::format_duration(std::max<core::Nanos>(0, standing.now - view->cut_at)) + " ago";
+      }
+      rows.back().push_back(last_cut);
     }
   }
   print_table(rows);

@@ -16,7 +16,6 @@ Nanos interval_of(std::int64_t rate) {
   return std::min(ceil_div(k_rate_scale_micros, rate) * k_nanos_per_micro, k_max_interval);
 }
 
-
 // How long successes must have been counted to be believed, at the key's `rate`.
 Nanos measuring_window(std::int64_t rate) {
   return std::max(k_least_round, k_round_grants * interval_of(rate));
@@ -112,10 +111,9 @@ AdaptiveState adapt(const AdaptiveState& state, const Rate& ceiling, AdaptiveEve
   Nanos measured_for = now - next.measured_from;
   if (measured_for > k_windows_before_folding * window) {
     Nanos kept = k_windows_kept * window; // whole microseconds, as the window
-    next.successes =
-        measured_for > k_longest_measure
-            ? 0
-            : static_cast<std::int64_t>(Wide{next.successes} * kept / measured_for);
+    next.successes = measured_for > k_longest_measure
+                         ? 0
+                         : static_cast<std::int64_t>(Wide{next.successes} * kept / measured_for);
     next.measured_from = now - kept;
     measured_for = kept;
   }

@@ -215,10 +215,9 @@ Decision decide(KeyState& state, std::span<const Limit> limits, GrantLog& log,
   }
   if (request.adaptive) {
     // Nor before the slot the learned rate spaces it to.
-    AdaptiveState& adaptive = state.server.adaptive ? *state.server.adaptive
-                                                    : state.server.adaptive.emplace();
-    decision.adaptive_rate =
-        effective_micro_rate(adaptive, adaptive_ceiling(limits), decision.now);
+    AdaptiveState& adaptive =
+        state.server.adaptive ? *state.server.adaptive : state.server.adaptive.emplace();
+    decision.adaptive_rate = effective_micro_rate(adaptive, adaptive_ceiling(limits), decision.now);
     if (adaptive.next_slot > at) {
       decision.spaced_until = adaptive.next_slot;
       at = adaptive.next_slot;
@@ -262,8 +261,8 @@ Decision decide(KeyState& state, std::span<const Limit> limits, GrantLog& log,
     if (request.adaptive) {
       // Spaced at the rate now.
       AdaptiveState& adaptive = *state.server.adaptive;
-      Nanos interval = adaptive_interval(adaptive, adaptive_ceiling(limits), decision.now,
-                                         request.cost);
+      Nanos interval =
+          adaptive_interval(adaptive, adaptive_ceiling(limits), decision.now, request.cost);
       adaptive.next_slot = interval >= k_max_time - at ? k_max_time : at + interval;
       decision.grant.paced = interval;
     }
@@ -448,10 +447,9 @@ Nanos observe(KeyState& state, Nanos now, const Observation& observation) {
     for (const LimitState& limit_state : state.limits) {
       limits.push_back(limit_state.limit);
     }
-    *state.server.adaptive =
-        adapt(*state.server.adaptive, adaptive_ceiling(limits),
-              observation.throttled ? AdaptiveEvent::throttled : AdaptiveEvent::succeeded,
-              state.clock);
+    *state.server.adaptive = adapt(
+        *state.server.adaptive, adaptive_ceiling(limits),
+        observation.throttled ? AdaptiveEvent::throttled : AdaptiveEvent::succeeded, state.clock);
   }
   return state.paused_until;
 }

@@ -11,10 +11,6 @@ using namespace ratelimit::core::testing;
 
 namespace {
 
-constexpr Algorithm k_algorithms[] = {Algorithm::token_bucket, Algorithm::leaky_bucket,
-                                      Algorithm::fixed_window, Algorithm::sliding_window,
-                                      Algorithm::sliding_log};
-
 Request adaptive_request(Nanos now, bool reserve = false) {
   Request request;
   request.now = now;
@@ -33,7 +29,7 @@ Observation answer(bool throttled) {
 } // namespace
 
 TEST_CASE("core::decide spaces an adaptive key's grants at its ceiling before any cut") {
-  for (Algorithm algorithm : k_algorithms) {
+  for (Algorithm algorithm : k_all_algorithms) {
     CAPTURE(algorithm_name(algorithm));
     TestKey key(algorithm, {limit_of(10, k_s)});
     REQUIRE(key.ask(adaptive_request(k_t0)).allowed);

@@ -71,8 +71,9 @@ bool compare_run(store::redis::RedisScript& script, std::uint64_t seed, Totals& 
   core::Nanos now = 1'700'000'000'000'000 + uniform(0, 1'000'000);
   for (int step = 0; step < 300; ++step) {
     int kind = static_cast<int>(uniform(0, 99));
-    now += kind < 90 ? uniform(0, 3 * interval) : kind < 95 ? uniform(10, 200) * interval
-                                                            : -uniform(0, interval);
+    now += kind < 90   ? uniform(0, 3 * interval)
+           : kind < 95 ? uniform(10, 200) * interval
+                       : -uniform(0, interval);
     std::string where = fmt::format("seed {} ({} {}/{}us) step {} at {}", seed,
                                     core::algorithm_name(algorithm), count, period, step, now);
     if (!grants.empty() && uniform(0, 99) < 8) {
@@ -107,8 +108,7 @@ bool compare_run(store::redis::RedisScript& script, std::uint64_t seed, Totals& 
       core::Request in_micros = request;
       request.now = now * k_micro;
       in_micros.now = now;
-      core::Decision expected =
-          core_key.decide({algorithm, true, nanos, request}).decision;
+      core::Decision expected = core_key.decide({algorithm, true, nanos, request}).decision;
       core::Decision actual = script.decide(key, algorithm, true, micros, in_micros, true);
       CAPTURE(where);
       if (expected.allowed != actual.allowed ||
@@ -117,9 +117,9 @@ bool compare_run(store::redis::RedisScript& script, std::uint64_t seed, Totals& 
           expected.spaced_until != actual.spaced_until * k_micro) {
         FAIL_CHECK(where << ": core allowed " << expected.allowed << " at " << expected.grant.at
                          << " rate " << expected.adaptive_rate << " spaced "
-                         << expected.spaced_until << "; script allowed " << actual.allowed
-                         << " at " << actual.grant.at << " rate " << actual.adaptive_rate
-                         << " spaced " << actual.spaced_until);
+                         << expected.spaced_until << "; script allowed " << actual.allowed << " at "
+                         << actual.grant.at << " rate " << actual.adaptive_rate << " spaced "
+                         << actual.spaced_until);
         return false;
       }
       totals.granted += expected.allowed;

@@ -42,8 +42,8 @@ std::optional<StoredLimits> decode_limits(std::string_view bytes);
 // reset), the count of awaited answers then each (seq, cost, at, until), the count of policies then
 // each (quota, window, the length of its field, its bytes padded to 8, the length of its name, its
 // bytes padded to 8); then for a key that learns an adaptive rate (schema version 8) its six
-// integers (max_rate, cut_at, successes, measured_from, clock, next_slot). Empty for a key that has granted nothing and holds none of them: the column
-// is then NULL.
+// integers (max_rate, cut_at, successes, measured_from, clock, next_slot). Empty for a key that has
+// granted nothing and holds none of them: the column is then NULL.
 std::string encode_server_word(const core::ServerWord& word);
 
 // The inverse of `encode_server_word`; nothing when `bytes` is not such an encoding or holds
