@@ -304,7 +304,7 @@ local function decide(state, limits, log, request)
                       seq = count_grant(state.server, decision.now, at, request.cost,
                                         request.answer_wait)}
     if request.adaptive then
-      -- Spaced at the rate now; a grant given back leaves the spacing as it is.
+      -- Spaced at the rate now.
       local adaptive = state.server.adaptive
       local interval = adaptive_interval(adaptive, adaptive_ceiling(limits), decision.now,
                                          request.cost)
