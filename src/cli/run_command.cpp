@@ -206,12 +206,22 @@ int run_holding_slot(RunOptions options, ConfigFiles& config, StoreOpener& store
   bool rates_needed =
       options.until_exit || !options.limit.rates.empty() ||
       (!options.limit.key.empty() && config.config().limits.contains(options.limit.key));
+  if (options.limit.adaptive && options.until_exit) {
+    throw UsageError("--adaptive spaces grants at a rate learned from the answers, and "
+                     "--until-exit counts each run from its start to its exit: give one of them");
+  }
+  if (options.limit.adaptive && !rates_needed) {
+    throw UsageError("--adaptive needs a rate, the ceiling of the rate it learns; expected "
+                     "ratelimit run KEY -j N -r N/PERIOD --adaptive ... -- COMMAND");
+  }
   if (rates_needed) {
     named_timeout = named_limit(options, config);
     if (options.until_exit) {
-      // A named limit's algorithm and bursts do not apply: each rate is a count of runs.
+      // A named limit's algorithm, bursts and adaptive rate do not apply: each rate is a
+      // count of runs.
       options.limit.algorithm = "sliding-log";
       options.limit.bursts.clear();
+      options.limit.adaptive = false;
     }
     run.request = resolve(options.limit);
     run.request.awaits_answer = retry.observe;

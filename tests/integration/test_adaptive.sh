@@ -100,4 +100,13 @@ test_pipe_spaces_lines_at_the_adaptive_rate() {
   expect_true "four lines spaced at 10/s: at least 300 ms, not $elapsed ms" test "$elapsed" -ge 290
 }
 
+test_run_refuses_adaptive_where_nothing_would_adapt() {
+  expect_status 125 rl run api -r 10/s --until-exit --adaptive -- true
+  expect_contains "$ERR" "give one of them"
+  expect_status 125 rl run api -j 2 --adaptive -- true
+  expect_contains "$ERR" "--adaptive needs a rate"
+  expect_status 0 rl run api -j 2 -r 10/s --adaptive -- true
+  expect_contains "$(adaptive_json api)" '"ceiling_per_s":10'
+}
+
 run_suite
