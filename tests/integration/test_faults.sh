@@ -438,7 +438,7 @@ test_foreign_files_are_refused_by_every_command() {
   sqlite3 other/app.db "CREATE TABLE t (x); INSERT INTO t VALUES (42);"
   expect_refused_by_every_command other/app.db "another application's SQLite database"
   rl --db newer/ratelimit.db try k -r 1/s
-  sqlite3 newer/ratelimit.db "PRAGMA user_version = 8; PRAGMA wal_checkpoint(TRUNCATE);" >/dev/null
+  sqlite3 newer/ratelimit.db "PRAGMA user_version = 9; PRAGMA wal_checkpoint(TRUNCATE);" >/dev/null
   rm -f newer/ratelimit.db-wal newer/ratelimit.db-shm
   expect_refused_by_every_command newer/ratelimit.db "newer than this ratelimit reads"
 }

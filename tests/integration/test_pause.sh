@@ -204,7 +204,7 @@ CREATE INDEX grant_log_by_time ON grant_log (key_id, at);
 INSERT INTO keys (name, algorithm, clock, limits) VALUES (CAST('k' AS BLOB), 'token-bucket', 0, X'');
 SQL
   expect_status 0 rl status
-  expect_eq 7 "$(sqlite3 "$DB" 'PRAGMA user_version')" "schema version after the upgrade"
+  expect_eq 8 "$(sqlite3 "$DB" 'PRAGMA user_version')" "schema version after the upgrade"
   expect_eq "0" "$(sqlite3 "$DB" 'SELECT paused_until FROM keys')" "no pause"
   expect_status 0 rl try k -r 1/min
   expect_status 0 rl pause k 1min
