@@ -13,7 +13,7 @@ adaptive_json() {
 test_adaptive_finds_a_limit_the_server_keeps_secret() {
   command -v curl >/dev/null || { skip "no curl"; return 0; }
   # 5 a second, in fixed windows; only 429 and Retry-After say so. Eight workers at a
-  # ceiling of 50/s: without --adaptive, about one call in two draws a 429.
+  # ceiling of 50/s.
   start_api api.log --limit 5 --period 1 --window fixed --secret
   local started elapsed
   started=$(now_ms)
@@ -26,9 +26,10 @@ test_adaptive_finds_a_limit_the_server_keeps_secret() {
   expect_eq 60 "$(grep -c ' 200 /item/' api.log)" "calls that succeeded"
   local throttled
   throttled=$(grep -c ' 429 /item/' api.log)
-  expect_true "at most 9 answers 429 in 60 calls (15 %), not $throttled" test "$throttled" -le 9
+  # 2 to 7 here, most of them the first burst's; without --adaptive, about 30.
+  expect_true "at most 15 answers 429 in 60 calls, not $throttled" test "$throttled" -le 15
   # The secret limit allows 60 calls in 12 s.
-  expect_true "60 calls in at most 24 s, not $elapsed ms" test "$elapsed" -le 24000
+  expect_true "60 calls in at most 30 s, not $elapsed ms" test "$elapsed" -le 30000
   local adaptive rate
   adaptive=$(adaptive_json api)
   expect_contains "$adaptive" '"ceiling_per_s":50'
