@@ -26,7 +26,7 @@ test_adaptive_finds_a_limit_the_server_keeps_secret() {
   expect_eq 60 "$(grep -c ' 200 /item/' api.log)" "calls that succeeded"
   local throttled
   throttled=$(grep -c ' 429 /item/' api.log)
-  # 2 to 7 here, most of them the first burst's; without --adaptive, about 30.
+  # 2 to 7 here, most of them the first burst's; without --adaptive, 46.
   expect_true "at most 15 answers 429 in 60 calls, not $throttled" test "$throttled" -le 15
   # The secret limit allows 60 calls in 12 s.
   expect_true "60 calls in at most 30 s, not $elapsed ms" test "$elapsed" -le 30000
