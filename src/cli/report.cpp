@@ -1,5 +1,6 @@
 #include "cli/report.hpp"
 
+#include "core/adaptive_key.hpp"
 #include "util/errno_text.hpp"
 #include "util/json.hpp"
 #include "util/key_text.hpp"
@@ -63,13 +64,9 @@ std::optional<AdaptiveView> adaptive_view(const core::KeyState& state, core::Nan
   if (!state.server.adaptive || state.limits.empty()) {
     return std::nullopt;
   }
-  std::vector<core::Limit> limits;
-  for (const core::LimitState& limit_state : state.limits) {
-    limits.push_back(limit_state.limit);
-  }
   const core::AdaptiveState& adaptive = *state.server.adaptive;
   AdaptiveView view;
-  view.ceiling = core::adaptive_ceiling(limits);
+  view.ceiling = core::adaptive_ceiling(state.limits);
   view.micro_rate = core::effective_micro_rate(adaptive, view.ceiling, now);
   if (adaptive.max_rate != 0) {
     view.cut_at = adaptive.cut_at;

@@ -1,5 +1,6 @@
 #include "core/decide.hpp"
 
+#include "core/adaptive_key.hpp"
 #include "core/bounds.hpp"
 #include "core/rules.hpp"
 
@@ -215,13 +216,7 @@ Decision decide(KeyState& state, std::span<const Limit> limits, GrantLog& log,
   }
   if (request.adaptive) {
     // Nor before the slot the learned rate spaces it to.
-    AdaptiveState& adaptive =
-        state.server.adaptive ? *state.server.adaptive : state.server.adaptive.emplace();
-    decision.adaptive_rate = effective_micro_rate(adaptive, adaptive_ceiling(limits), decision.now);
-    if (adaptive.next_slot > at) {
-      decision.spaced_until = adaptive.next_slot;
-      at = adaptive.next_slot;
-    }
+    at = spaced_slot(state.server, limits, at, decision);
   }
   at = protected_slot(rules, remembered, states.front(), log, at, request.cost);
   if (Nanos open = budget_open(state.server, at, request.cost); open > at) {
@@ -259,12 +254,7 @@ Decision decide(KeyState& state, std::span<const Limit> limits, GrantLog& log,
     decision.grant.seq =
         count_grant(state.server, decision.now, at, request.cost, request.answer_wait);
     if (request.adaptive) {
-      // Spaced at the rate now.
-      AdaptiveState& adaptive = *state.server.adaptive;
-      Nanos interval =
-          adaptive_interval(adaptive, adaptive_ceiling(limits), decision.now, request.cost);
-      adaptive.next_slot = interval >= k_max_time - at ? k_max_time : at + interval;
-      decision.grant.paced = interval;
+      space_after(*state.server.adaptive, limits, decision.now, decision.grant);
     }
     if (rules.shares_state()) {
       std::int64_t marker = rules.take(retention_limit(state, limits), states[0], log, decision.now,
@@ -333,14 +323,7 @@ void give_back(KeyState& state, std::span<const Limit> limits, GrantLog& log, Na
   state.limits = std::move(states);
   state.remembered = std::move(remembered);
   return_grant(state.server, grant.seq, grant.cost, grant.at);
-  if (grant.paced > 0 && grant.at >= state.clock && state.server.adaptive) {
-    // The spacing a slot still to come took goes back with it, so that waiters who give
-    // their slots back (a pause, a probe) and reserve again find them, not a schedule
-    // stretched by slots nobody will use. The slots reserved after it stay: the next grant
-    // may share the last one's time, never more than one grant in excess of the rate.
-    AdaptiveState& adaptive = *state.server.adaptive;
-    adaptive.next_slot = std::max(state.clock, adaptive.next_slot - grant.paced);
-  }
+  return_spacing(state.server, grant, state.clock);
 }
 
 Decision inspect(const KeyState& state, GrantLog& log, Nanos now, std::int64_t cost) {
@@ -440,17 +423,7 @@ Nanos observe(KeyState& state, Nanos now, const Observation& observation) {
     pause(state, state.clock, observation.pause);
   }
   observe_server(state.server, state.clock, observation);
-  if (state.server.adaptive && !state.limits.empty() &&
-      (observation.throttled || observation.answered)) {
-    // Under the rates of the key's last call, its ceilings.
-    std::vector<Limit> limits;
-    for (const LimitState& limit_state : state.limits) {
-      limits.push_back(limit_state.limit);
-    }
-    *state.server.adaptive = adapt(
-        *state.server.adaptive, adaptive_ceiling(limits),
-        observation.throttled ? AdaptiveEvent::throttled : AdaptiveEvent::succeeded, state.clock);
-  }
+  learn_from_answer(state.server, state.limits, observation, state.clock);
   return state.paused_until;
 }
 

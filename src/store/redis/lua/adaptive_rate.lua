@@ -141,6 +141,55 @@ local function adapt(adaptive, top, throttled, at_now)
   return next
 end
 
+-- What --adaptive does to a key's decisions (src/core/adaptive_key.cpp).
+
+-- core::adaptive_ceiling under the limits of the key's last call (`states`, not empty).
+local function ceiling_of_states(states)
+  local limits = {}
+  for i, s in ipairs(states) do
+    limits[i] = s.limit
+  end
+  return adaptive_ceiling(limits)
+end
+
+-- core::spaced_slot: for an --adaptive request whose slot is at least `at`, the slot the
+-- spacing allows; the rate is made on the key's first such call.
+local function spaced_slot(word, limits, at, decision)
+  if not word.adaptive then
+    word.adaptive = {max_rate = 0, cut_at = 0, successes = 0, measured_from = 0, clock = 0,
+                     next_slot = 0}
+  end
+  decision.adaptive_rate = effective_micro_rate(word.adaptive, adaptive_ceiling(limits),
+                                                decision.now)
+  if word.adaptive.next_slot > at then
+    decision.spaced_until = word.adaptive.next_slot
+    return word.adaptive.next_slot
+  end
+  return at
+end
+
+-- core::space_after: the next grant's slot spaced from `grant` at the rate at `at_now`.
+local function space_after(adaptive, limits, at_now, grant)
+  grant.paced = adaptive_interval(adaptive, adaptive_ceiling(limits), at_now, grant.cost)
+  adaptive.next_slot = grant.paced >= k_max_time - grant.at and k_max_time or
+                         grant.at + grant.paced
+end
+
+-- core::return_spacing: a grant given back before its slot returns the spacing it took.
+local function return_spacing(word, grant, clock)
+  if grant.paced > 0 and grant.at >= clock and word.adaptive then
+    word.adaptive.next_slot = math.max(clock, word.adaptive.next_slot - grant.paced)
+  end
+end
+
+-- core::learn_from_answer
+local function learn_from_answer(word, states, observation, at_now)
+  if not word.adaptive or #states == 0 or not (observation.throttled or observation.answered) then
+    return
+  end
+  word.adaptive = adapt(word.adaptive, ceiling_of_states(states), observation.throttled, at_now)
+end
+
 -- The state as stored in the field `adaptive` of the key's hash: its six integers.
 local function encode_adaptive(adaptive)
   return table.concat({int(adaptive.max_rate), int(adaptive.cut_at), int(adaptive.successes),

@@ -257,16 +257,7 @@ local function decide(state, limits, log, request)
   end
   if request.adaptive then
     -- Nor before the slot the learned rate spaces it to.
-    if not state.server.adaptive then
-      state.server.adaptive = {max_rate = 0, cut_at = 0, successes = 0, measured_from = 0,
-                               clock = 0, next_slot = 0}
-    end
-    decision.adaptive_rate = effective_micro_rate(state.server.adaptive,
-                                                  adaptive_ceiling(limits), decision.now)
-    if state.server.adaptive.next_slot > at then
-      decision.spaced_until = state.server.adaptive.next_slot
-      at = state.server.adaptive.next_slot
-    end
+    at = spaced_slot(state.server, limits, at, decision)
   end
   at = protected_slot(rules, remembered, states[1], log, at, request.cost)
   local open = budget_open(state.server, at, request.cost)
@@ -304,12 +295,7 @@ local function decide(state, limits, log, request)
                       seq = count_grant(state.server, decision.now, at, request.cost,
                                         request.answer_wait)}
     if request.adaptive then
-      -- Spaced at the rate now.
-      local adaptive = state.server.adaptive
-      local interval = adaptive_interval(adaptive, adaptive_ceiling(limits), decision.now,
-                                         request.cost)
-      adaptive.next_slot = interval >= k_max_time - at and k_max_time or at + interval
-      decision.grant.paced = interval
+      space_after(state.server.adaptive, limits, decision.now, decision.grant)
     end
     if algorithm.shares_state then
       local marker = rules.take(retention_limit(state, limits), states[1].slots, log,
@@ -383,11 +369,7 @@ local function give_back(state, limits, log, now, grant)
   state.remembered = forget_fresh(rules, remembered, log, state.clock)
   state.limits = states
   return_grant(state.server, grant.seq, grant.cost, grant.at)
-  if grant.paced > 0 and grant.at >= state.clock and state.server.adaptive then
-    -- The spacing a slot still to come took goes back with it (core::give_back).
-    local adaptive = state.server.adaptive
-    adaptive.next_slot = math.max(state.clock, adaptive.next_slot - grant.paced)
-  end
+  return_spacing(state.server, grant, state.clock)
 end
 
 -- core::inspect: the key's standing under its stored limits, without changing it.
@@ -509,15 +491,6 @@ local function observe(state, now, observation)
   if observation.policies ~= '' then
     state.server.policies = observation.policies
   end
-  if state.server.adaptive and #state.limits > 0 and
-      (observation.throttled or observation.answered) then
-    -- Under the rates of the key's last call, its ceilings.
-    local limits = {}
-    for i, s in ipairs(state.limits) do
-      limits[i] = s.limit
-    end
-    state.server.adaptive = adapt(state.server.adaptive, adaptive_ceiling(limits),
-                                  observation.throttled, state.clock)
-  end
+  learn_from_answer(state.server, state.limits, observation, state.clock)
   return state.paused_until
 end
