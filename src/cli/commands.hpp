@@ -2,6 +2,7 @@
 
 #include "cli/cli11_fwd.hpp"
 #include "cli/config_file.hpp"
+#include "cli/mentioned_options.hpp"
 #include "cli/output_settings.hpp"
 #include "cli/store_opener.hpp"
 
@@ -17,24 +18,25 @@ namespace ratelimit::cli {
 using CommandRun =
     std::function<int(const OutputSettings& output, ConfigFiles& config, StoreOpener& stores)>;
 
-// Each command adds its subcommand and options to `app`, and returns what runs it once the
-// command line is parsed and selects it.
-CommandRun setup_try(CLI::App& app);
-CommandRun setup_wait(CLI::App& app);
-CommandRun setup_run(CLI::App& app);
-CommandRun setup_pause(CLI::App& app);
-CommandRun setup_simulate(CLI::App& app);
-CommandRun setup_pipe(CLI::App& app);
-CommandRun setup_status(CLI::App& app);
-CommandRun setup_reset(CLI::App& app);
-CommandRun setup_gc(CLI::App& app);
-CommandRun setup_limits(CLI::App& app);
-CommandRun setup_metrics(CLI::App& app);
-CommandRun setup_observe(CLI::App& app);
+// Each command adds its subcommand and options to `app` (those of its options that the command
+// line may name, or every one), and returns what runs it once the command line is parsed and
+// selects it.
+CommandRun setup_try(CLI::App& app, const MentionedOptions& mentioned);
+CommandRun setup_wait(CLI::App& app, const MentionedOptions& mentioned);
+CommandRun setup_run(CLI::App& app, const MentionedOptions& mentioned);
+CommandRun setup_pause(CLI::App& app, const MentionedOptions& mentioned);
+CommandRun setup_simulate(CLI::App& app, const MentionedOptions& mentioned);
+CommandRun setup_pipe(CLI::App& app, const MentionedOptions& mentioned);
+CommandRun setup_status(CLI::App& app, const MentionedOptions& mentioned);
+CommandRun setup_reset(CLI::App& app, const MentionedOptions& mentioned);
+CommandRun setup_gc(CLI::App& app, const MentionedOptions& mentioned);
+CommandRun setup_limits(CLI::App& app, const MentionedOptions& mentioned);
+CommandRun setup_metrics(CLI::App& app, const MentionedOptions& mentioned);
+CommandRun setup_observe(CLI::App& app, const MentionedOptions& mentioned);
 
 struct Command {
   std::string_view name;
-  CommandRun (*setup)(CLI::App& app);
+  CommandRun (*setup)(CLI::App& app, const MentionedOptions& mentioned);
 };
 
 // Every command, in the order --help lists them.

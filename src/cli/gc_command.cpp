@@ -46,7 +46,7 @@ int run_gc(const GcOptions& options, bool json, StoreOpener& stores) {
 
 } // namespace
 
-CommandRun setup_gc(CLI::App& app) {
+CommandRun setup_gc(CLI::App& app, const MentionedOptions& /*mentioned*/) {
   auto options = std::make_shared<GcOptions>();
   CLI::App* command = app.add_subcommand(
       "gc", "Forget every key whose state is a fresh key's (never changes a decision)");

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "cli/cli11_fwd.hpp"
+#include "cli/mentioned_options.hpp"
 #include "cli/output_settings.hpp"
 
 #include <optional>
@@ -25,6 +26,6 @@ struct GlobalOptions {
   std::optional<std::string> config;         // --config FILE
 };
 
-void add_global_options(CLI::App& app, GlobalOptions& options);
+void add_global_options(CLI::App& app, GlobalOptions& options, const MentionedOptions& mentioned);
 
 } // namespace ratelimit::cli

@@ -13,35 +13,46 @@
 
 namespace ratelimit::cli {
 
-void add_limit_options(CLI::App& command, LimitOptions& options, bool key_required) {
+void add_limit_options(CLI::App& command, LimitOptions& options, const MentionedOptions& mentioned,
+                       bool key_required) {
   auto* key = command.add_option("key", options.key, "The name of the shared limit");
   if (key_required) {
     key->required();
   }
-  command
-      .add_option("-r,--rate", options.rates,
-                  "N/PERIOD, e.g. 10/s, 100/min, 3/1.5s; repeat for several limits; without "
-                  "it, the limit named KEY in the configuration files (ratelimit limits)")
-      ->option_text("N/PERIOD")
-      ->allow_extra_args(false);
-  command
-      .add_option("-a,--algorithm", options.algorithm,
-                  "sliding-log (default: exact, never more than N in any PERIOD), "
-                  "token-bucket (default with -b), leaky-bucket, fixed-window, "
-                  "sliding-window; an existing key keeps its own unless -a or -b is given")
-      ->option_text("NAME");
-  command
-      .add_option("-b,--burst", options.bursts,
-                  "Token-bucket capacity or leaky-bucket queue depth (default N); once for "
-                  "all limits or once per --rate")
-      ->option_text("N")
-      ->allow_extra_args(false);
-  command.add_option("-c,--cost", options.cost, "Units this request takes (default 1)")
-      ->option_text("N");
-  command.add_flag("--adaptive", options.adaptive,
-                   "The rates are ceilings: grants are spaced at a rate the key learns from its "
-                   "answers (observe, run --observe, --backoff-on), cut on 429/503 and grown "
-                   "back on success, shared by every process");
+  if (mentioned.any_of("-r,--rate")) {
+    command
+        .add_option("-r,--rate", options.rates,
+                    "N/PERIOD, e.g. 10/s, 100/min, 3/1.5s; repeat for several limits; without "
+                    "it, the limit named KEY in the configuration files (ratelimit limits)")
+        ->option_text("N/PERIOD")
+        ->allow_extra_args(false);
+  }
+  if (mentioned.any_of("-a,--algorithm")) {
+    command
+        .add_option("-a,--algorithm", options.algorithm,
+                    "sliding-log (default: exact, never more than N in any PERIOD), "
+                    "token-bucket (default with -b), leaky-bucket, fixed-window, "
+                    "sliding-window; an existing key keeps its own unless -a or -b is given")
+        ->option_text("NAME");
+  }
+  if (mentioned.any_of("-b,--burst")) {
+    command
+        .add_option("-b,--burst", options.bursts,
+                    "Token-bucket capacity or leaky-bucket queue depth (default N); once for "
+                    "all limits or once per --rate")
+        ->option_text("N")
+        ->allow_extra_args(false);
+  }
+  if (mentioned.any_of("-c,--cost")) {
+    command.add_option("-c,--cost", options.cost, "Units this request takes (default 1)")
+        ->option_text("N");
+  }
+  if (mentioned.any_of("--adaptive")) {
+    command.add_flag("--adaptive", options.adaptive,
+                     "The rates are ceilings: grants are spaced at a rate the key learns from its "
+                     "answers (observe, run --observe, --backoff-on), cut on 429/503 and grown "
+                     "back on success, shared by every process");
+  }
 }
 
 void check_key(std::string_view key) {

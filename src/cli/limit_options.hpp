@@ -1,6 +1,7 @@
 #pragma once
 
 #include "cli/cli11_fwd.hpp"
+#include "cli/mentioned_options.hpp"
 #include "core/limit.hpp"
 
 #include <optional>
@@ -39,7 +40,8 @@ struct LimitedRequest {
 };
 
 // Adds -r, -a, -b, -c, --adaptive and the KEY positional (required when `key_required`).
-void add_limit_options(CLI::App& command, LimitOptions& options, bool key_required = true);
+void add_limit_options(CLI::App& command, LimitOptions& options, const MentionedOptions& mentioned,
+                       bool key_required = true);
 
 class ConfigFiles;
 

@@ -71,7 +71,7 @@ int run_limits(bool json, ConfigFiles& files) {
 
 } // namespace
 
-CommandRun setup_limits(CLI::App& app) {
+CommandRun setup_limits(CLI::App& app, const MentionedOptions& /*mentioned*/) {
   CLI::App* command = app.add_subcommand(
       "limits", "List the named limits of the configuration files (--config), usable without -r");
   command->footer(

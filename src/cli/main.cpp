@@ -246,20 +246,22 @@ std::optional<std::string> unknown_option_message(const CLI::App& app, const CLI
   return std::nullopt;
 }
 
-// Parses the command line with the commands `only` (or all when null), then runs the one it
-// selects. Returns nothing, having run nothing, when a parse with `only` fails: the parse
-// with every command then reports the error, help or version as usual. Sets `wrapping` when
-// the command is `run`, before running it.
+// Parses the command line with the command `only` and the options it may name (or every
+// command and option when null), then runs the command it selects. Returns nothing, having run
+// nothing, when a parse with `only` fails: the parse with everything then reports the error,
+// help or version as usual. Sets `wrapping` when the command is `run`, before running it.
 std::optional<int> parse_and_run(int argc, char** argv, const Command* only, bool& wrapping) {
   GlobalOptions global;
   CLI::App app(k_description, "ratelimit");
   app.set_version_flag("--version", "ratelimit " RATELIMIT_VERSION " (stores: sqlite, redis)");
   app.require_subcommand(1);
-  add_global_options(app, global);
+  MentionedOptions mentioned =
+      only != nullptr ? MentionedOptions(argc, argv) : MentionedOptions::every();
+  add_global_options(app, global, mentioned);
   std::vector<std::pair<const CLI::App*, CommandRun>> runs;
   for (const Command& command : k_commands) {
     if (only == nullptr || only == &command) {
-      CommandRun run = command.setup(app);
+      CommandRun run = command.setup(app, mentioned);
       runs.emplace_back(app.get_subcommands({}).back(), std::move(run));
     }
   }
@@ -340,7 +342,7 @@ int main(int argc, char** argv) {
   bool failed = false;
   try {
     // Setting up the options of every command costs more than a decision: set up only the
-    // one named, unless that fails.
+    // one named and the options the command line names, unless that fails.
     std::optional<int> ran = parse_and_run(argc, argv, named_command(argc, argv), wrapping);
     status = ran ? *ran : *parse_and_run(argc, argv, nullptr, wrapping);
   } catch (const UsageError& error) {

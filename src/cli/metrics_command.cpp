@@ -55,7 +55,7 @@ int run_metrics(const MetricsOptions& options, StoreOpener& stores) {
 
 } // namespace
 
-CommandRun setup_metrics(CLI::App& app) {
+CommandRun setup_metrics(CLI::App& app, const MentionedOptions& /*mentioned*/) {
   auto options = std::make_shared<MetricsOptions>();
   CLI::App* command = app.add_subcommand(
       "metrics", "Print every key's counters and standing for Prometheus (text format)");

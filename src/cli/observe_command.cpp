@@ -76,7 +76,7 @@ int run_observe(const ObserveOptions& options, const OutputSettings& output, Sto
 
 } // namespace
 
-CommandRun setup_observe(CLI::App& app) {
+CommandRun setup_observe(CLI::App& app, const MentionedOptions& /*mentioned*/) {
   auto options = std::make_shared<ObserveOptions>();
   CLI::App* command = app.add_subcommand(
       "observe", "Apply what an HTTP server answered to KEY: Retry-After, 429 and 503 pause it; "

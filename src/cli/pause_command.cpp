@@ -35,7 +35,7 @@ int run_pause(const PauseOptions& options, bool json, StoreOpener& stores) {
 
 } // namespace
 
-CommandRun setup_pause(CLI::App& app) {
+CommandRun setup_pause(CLI::App& app, const MentionedOptions& /*mentioned*/) {
   auto options = std::make_shared<PauseOptions>();
   CLI::App* command = app.add_subcommand(
       "pause", "Grant nothing on KEY to anyone for DURATION (e.g. after HTTP 429 Retry-After)");

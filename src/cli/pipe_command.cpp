@@ -355,7 +355,7 @@ int run_pipe(PipeOptions options, const OutputSettings& output, ConfigFiles& con
 
 } // namespace
 
-CommandRun setup_pipe(CLI::App& app) {
+CommandRun setup_pipe(CLI::App& app, const MentionedOptions& mentioned) {
   auto options = std::make_shared<PipeOptions>();
   CLI::App* command = app.add_subcommand(
       "pipe", "Copy stdin to stdout, releasing each line (or NUL-terminated record) at its slot");
@@ -366,13 +366,17 @@ CommandRun setup_pipe(CLI::App& app) {
       "--timeout; 4 when stdout cannot be written; 141, killed by SIGPIPE like "
       "cat, when the reader goes away; 128+N on signal N during a wait.\n"
       "Example: producer | ratelimit pipe -r 5/s | xargs -n1 curl -sO");
-  add_limit_options(*command, options->limit, /*key_required=*/false);
-  command->add_flag("-0,--null", options->null,
-                    "Records end in NUL, not newline (find -print0, xargs -0)");
-  command
-      ->add_option("-t,--timeout", options->timeout,
-                   "Stop (exit 1) at a record whose slot is further away than this")
-      ->option_text("DURATION");
+  add_limit_options(*command, options->limit, mentioned, /*key_required=*/false);
+  if (mentioned.any_of("-0,--null")) {
+    command->add_flag("-0,--null", options->null,
+                      "Records end in NUL, not newline (find -print0, xargs -0)");
+  }
+  if (mentioned.any_of("-t,--timeout")) {
+    command
+        ->add_option("-t,--timeout", options->timeout,
+                     "Stop (exit 1) at a record whose slot is further away than this")
+        ->option_text("DURATION");
+  }
   return
       [command, options](const OutputSettings& output, ConfigFiles& config, StoreOpener& stores) {
         options->key_given = command->count("key") > 0;

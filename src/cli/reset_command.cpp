@@ -40,7 +40,7 @@ int run_reset(const ResetOptions& options, bool json, StoreOpener& stores) {
 
 } // namespace
 
-CommandRun setup_reset(CLI::App& app) {
+CommandRun setup_reset(CLI::App& app, const MentionedOptions& /*mentioned*/) {
   auto options = std::make_shared<ResetOptions>();
   CLI::App* command =
       app.add_subcommand("reset", "Forget keys, as if never used (unknown keys are no error)");

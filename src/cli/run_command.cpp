@@ -324,7 +324,7 @@ CLI::Validator exit_status_validator() {
 
 } // namespace
 
-CommandRun setup_run(CLI::App& app) {
+CommandRun setup_run(CLI::App& app, const MentionedOptions& mentioned) {
   auto options = std::make_shared<RunOptions>();
   CLI::App* command = app.add_subcommand("run", "Wait for a slot, then execute COMMAND (no shell)");
   command->footer(
@@ -334,55 +334,75 @@ CommandRun setup_run(CLI::App& app) {
       "found.\n"
       "COMMAND finds KEY in $RATELIMIT_KEY, to call ratelimit pause \"$RATELIMIT_KEY\" 30s.\n"
       "Example: ratelimit run api -r 5/s -- curl -sO https://api.example.com/");
-  add_limit_options(*command, options->limit);
-  command
-      ->add_option("-t,--timeout", options->timeout,
-                   "Give up at once (exit 1) if the slot is further away than this")
-      ->option_text("DURATION");
-  command->add_flag("--no-wait", options->no_wait,
-                    "Do not wait: run COMMAND only if a slot is free now, else exit 1");
-  command
-      ->add_option("--backoff-on", options->backoff_on,
-                   "When COMMAND exits with status CODE (curl -f exits 22 on an HTTP error), "
-                   "pause KEY for the backoff (repeatable); COMMAND then runs as a child")
-      ->option_text("CODE")
-      ->expected(1)
-      ->allow_extra_args(false) // one CODE per option; `--` after it ends the options
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
-      ->check(exit_status_validator());
-  command
-      ->add_option("--backoff", options->backoff,
-                   "The first backoff pause (default 1s), doubled at each further such exit")
-      ->option_text("DURATION");
-  command
-      ->add_option("--backoff-max", options->backoff_max,
-                   "The longest backoff pause (default 5min)")
-      ->option_text("DURATION");
-  command
-      ->add_option("--retries", options->retries,
-                   "With --backoff-on or --observe: run COMMAND again after the pause, up to N "
-                   "times")
-      ->option_text("N")
-      ->check(CLI::Range(0, 1000000));
-  command
-      ->add_option("-j,--concurrency", options->concurrency,
-                   "At most N commands of KEY run at once, across processes (and hosts with "
-                   "Redis); waiters start in arrival order; alone or with -r")
-      ->option_text("N");
-  command->add_flag("--until-exit", options->until_exit,
-                    "Count each command from its start until it exits: no PERIOD overlaps more "
-                    "than N commands' run times (for APIs that count arrivals)");
-  command
-      ->add_option("--lease", options->lease,
-                   "With -j or --until-exit on Redis: a holder on a lost host frees its slot "
-                   "after this (default 30s; renewed every third of it while it runs)")
-      ->option_text("DURATION");
-  add_observe_run_options(*command, options->observe);
-  command
-      ->add_option("--jitter", options->jitter,
-                   "Start COMMAND up to DURATION (at random) after a slot it waited for, so that "
-                   "waiters do not all start together")
-      ->option_text("DURATION");
+  add_limit_options(*command, options->limit, mentioned);
+  if (mentioned.any_of("-t,--timeout")) {
+    command
+        ->add_option("-t,--timeout", options->timeout,
+                     "Give up at once (exit 1) if the slot is further away than this")
+        ->option_text("DURATION");
+  }
+  if (mentioned.any_of("--no-wait")) {
+    command->add_flag("--no-wait", options->no_wait,
+                      "Do not wait: run COMMAND only if a slot is free now, else exit 1");
+  }
+  if (mentioned.any_of("--backoff-on")) {
+    command
+        ->add_option("--backoff-on", options->backoff_on,
+                     "When COMMAND exits with status CODE (curl -f exits 22 on an HTTP error), "
+                     "pause KEY for the backoff (repeatable); COMMAND then runs as a child")
+        ->option_text("CODE")
+        ->expected(1)
+        ->allow_extra_args(false) // one CODE per option; `--` after it ends the options
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+        ->check(exit_status_validator());
+  }
+  if (mentioned.any_of("--backoff")) {
+    command
+        ->add_option("--backoff", options->backoff,
+                     "The first backoff pause (default 1s), doubled at each further such exit")
+        ->option_text("DURATION");
+  }
+  if (mentioned.any_of("--backoff-max")) {
+    command
+        ->add_option("--backoff-max", options->backoff_max,
+                     "The longest backoff pause (default 5min)")
+        ->option_text("DURATION");
+  }
+  if (mentioned.any_of("--retries")) {
+    command
+        ->add_option("--retries", options->retries,
+                     "With --backoff-on or --observe: run COMMAND again after the pause, up to N "
+                     "times")
+        ->option_text("N")
+        ->check(CLI::Range(0, 1000000));
+  }
+  if (mentioned.any_of("-j,--concurrency")) {
+    command
+        ->add_option("-j,--concurrency", options->concurrency,
+                     "At most N commands of KEY run at once, across processes (and hosts with "
+                     "Redis); waiters start in arrival order; alone or with -r")
+        ->option_text("N");
+  }
+  if (mentioned.any_of("--until-exit")) {
+    command->add_flag("--until-exit", options->until_exit,
+                      "Count each command from its start until it exits: no PERIOD overlaps more "
+                      "than N commands' run times (for APIs that count arrivals)");
+  }
+  if (mentioned.any_of("--lease")) {
+    command
+        ->add_option("--lease", options->lease,
+                     "With -j or --until-exit on Redis: a holder on a lost host frees its slot "
+                     "after this (default 30s; renewed every third of it while it runs)")
+        ->option_text("DURATION");
+  }
+  add_observe_run_options(*command, options->observe, mentioned);
+  if (mentioned.any_of("--jitter")) {
+    command
+        ->add_option("--jitter", options->jitter,
+                     "Start COMMAND up to DURATION (at random) after a slot it waited for, so that "
+                     "waiters do not all start together")
+        ->option_text("DURATION");
+  }
   command
       ->add_option("command", options->command,
                    "The command and its arguments: from the first word after KEY that is not "

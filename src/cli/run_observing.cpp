@@ -19,14 +19,19 @@
 
 namespace ratelimit::cli {
 
-void add_observe_run_options(CLI::App& run, ObserveRunOptions& options) {
-  run.add_flag("--observe", options.observe,
-               "Apply COMMAND's HTTP response head to KEY as observe does: curl gets "
-               "--dump-header; other commands write it to $RATELIMIT_HEADERS; with --retries "
-               "a 429 or 503 is retried after the pause the server asked for");
-  run.add_option("--max-pause", options.max_pause,
-                 "With --observe: the longest an answer may hold KEY (default 5min)")
-      ->option_text("DURATION");
+void add_observe_run_options(CLI::App& run, ObserveRunOptions& options,
+                             const MentionedOptions& mentioned) {
+  if (mentioned.any_of("--observe")) {
+    run.add_flag("--observe", options.observe,
+                 "Apply COMMAND's HTTP response head to KEY as observe does: curl gets "
+                 "--dump-header; other commands write it to $RATELIMIT_HEADERS; with --retries "
+                 "a 429 or 503 is retried after the pause the server asked for");
+  }
+  if (mentioned.any_of("--max-pause")) {
+    run.add_option("--max-pause", options.max_pause,
+                   "With --observe: the longest an answer may hold KEY (default 5min)")
+        ->option_text("DURATION");
+  }
 }
 
 core::Nanos check_observe_run_options(const ObserveRunOptions& options) {

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "cli/cli11_fwd.hpp"
+#include "cli/mentioned_options.hpp"
 #include "cli/observe.hpp"
 #include "cli/output_settings.hpp"
 #include "cli/store_opener.hpp"
@@ -20,7 +21,8 @@ struct ObserveRunOptions {
 };
 
 // Adds --observe and --max-pause to `run`.
-void add_observe_run_options(CLI::App& run, ObserveRunOptions& options);
+void add_observe_run_options(CLI::App& run, ObserveRunOptions& options,
+                             const MentionedOptions& mentioned);
 
 // Checks --max-pause, which applies only with --observe, and returns it (0 without
 // --observe). Throws UsageError.

@@ -318,7 +318,7 @@ void run_simulate(const SimulateOptions& options, const Given& given, bool json)
 
 } // namespace
 
-CommandRun setup_simulate(CLI::App& app) {
+CommandRun setup_simulate(CLI::App& app, const MentionedOptions& /*mentioned*/) {
   auto options = std::make_shared<SimulateOptions>();
   CLI::App* command = app.add_subcommand(
       "simulate", "Compare the algorithms on a trace or a traffic profile, on a virtual clock");

@@ -376,7 +376,7 @@ int run_status(const StatusOptions& options, bool json, StoreOpener& stores) {
 
 } // namespace
 
-CommandRun setup_status(CLI::App& app) {
+CommandRun setup_status(CLI::App& app, const MentionedOptions& /*mentioned*/) {
   auto options = std::make_shared<StatusOptions>();
   CLI::App* command = app.add_subcommand(
       "status", "Show the state and counters of keys (all keys without KEY) without consuming "

@@ -23,11 +23,11 @@ int run_try(LimitOptions options, const OutputSettings& output, ConfigFiles& con
 
 } // namespace
 
-CommandRun setup_try(CLI::App& app) {
+CommandRun setup_try(CLI::App& app, const MentionedOptions& mentioned) {
   auto options = std::make_shared<LimitOptions>();
   CLI::App* command = app.add_subcommand("try", "Decide now: exit 0 if granted, 1 if limited");
   command->footer("Example: ratelimit try api -r 10/s && curl https://api.example.com/");
-  add_limit_options(*command, *options);
+  add_limit_options(*command, *options, mentioned);
   return [options](const OutputSettings& output, ConfigFiles& config, StoreOpener& stores) {
     return run_try(*options, output, config, stores);
   };

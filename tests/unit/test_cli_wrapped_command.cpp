@@ -13,21 +13,31 @@ using namespace ratelimit;
 namespace {
 
 // `words` (after the program's name) as mark_wrapped_command returns them, joined by spaces,
-// with the commands of the real command line set up.
-std::string marked(std::vector<const char*> words) {
+// with the commands and options of the real command line set up: every one, or those `words`
+// may name.
+std::string marked_with(std::vector<const char*> words, bool only_mentioned) {
   cli::GlobalOptions global;
   CLI::App app("test", "ratelimit");
-  cli::add_global_options(app, global);
-  for (const cli::Command& command : cli::k_commands) {
-    command.setup(app);
-  }
   words.insert(words.begin(), "ratelimit");
-  std::vector<const char*> args =
-      cli::mark_wrapped_command(app, static_cast<int>(words.size()), words.data());
+  int count = static_cast<int>(words.size());
+  cli::MentionedOptions mentioned =
+      only_mentioned ? cli::MentionedOptions(count, words.data()) : cli::MentionedOptions::every();
+  cli::add_global_options(app, global, mentioned);
+  for (const cli::Command& command : cli::k_commands) {
+    command.setup(app, mentioned);
+  }
+  std::vector<const char*> args = cli::mark_wrapped_command(app, count, words.data());
   std::string text;
   for (std::size_t i = 1; i < args.size(); ++i) {
     text += (i > 1 ? " " : "") + std::string(args[i]);
   }
+  return text;
+}
+
+// The same with every option and with the options mentioned, which must not differ.
+std::string marked(const std::vector<const char*>& words) {
+  std::string text = marked_with(words, false);
+  CHECK(marked_with(words, true) == text);
   return text;
 }
 
