@@ -26,6 +26,7 @@ enum class Setting {
   store_key,
   store_password,
   tls_session_cache,
+  tls_relay,
 };
 
 // Where one setting comes from, each place when it has one: its option, its environment
@@ -64,6 +65,7 @@ constexpr SettingSource k_setting_sources[] = {
   {Setting::store_key,         &GlobalOptions::store_key,      "--store-key",      false, "RATELIMIT_STORE_KEY",         &Config::store_key,      "key",      nullptr},
   {Setting::store_password,    nullptr,                        nullptr,            false, "RATELIMIT_STORE_PASSWORD",    nullptr,                 nullptr,    nullptr},
   {Setting::tls_session_cache, nullptr,                        nullptr,            false, "RATELIMIT_TLS_SESSION_CACHE", nullptr,                 nullptr,    "on"},
+  {Setting::tls_relay,         nullptr,                        nullptr,            false, "RATELIMIT_TLS_RELAY",         nullptr,                 nullptr,    "on"},
 };
 // clang-format on
 
@@ -322,9 +324,15 @@ private:
                                      "off",
                                      std::string_view(cache).substr(0, 64))};
     }
+    std::string relay = get(Setting::tls_relay).text;
+    if (relay != "on" && relay != "off") {
+      throw SettingError{fmt::format("invalid RATELIMIT_TLS_RELAY \"{}\": expected on or off",
+                                     std::string_view(relay).substr(0, 64))};
+    }
     if (auto state = state_directory(m_environment); state && cache == "on") {
       files.session_directory = state->first + "/tls-sessions";
       files.session_home = state->second;
+      files.relay = relay == "on";
     }
     return files;
   }

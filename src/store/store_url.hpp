@@ -28,6 +28,9 @@ struct TlsFiles {
   // empty: they are not kept. `session_home`: the home directory it is in, never created.
   std::string session_directory;
   std::string session_home;
+  // Whether a TLS relay keeps OpenSSL loaded for the next processes (see tls_relay.hpp), its
+  // socket in the session directory.
+  bool relay = false;
 };
 
 // A server's TCP address.

@@ -228,6 +228,16 @@ expect_contains() {
   return 1
 }
 
+expect_not_contains() {
+  local haystack=$1 needle=$2 what=${3:-output}
+  case "$haystack" in
+  *"$needle"*)
+    fail "$what contains '$needle'"
+    return 1
+    ;;
+  esac
+}
+
 expect_true() {
   local what=$1
   shift

@@ -89,6 +89,9 @@ fi
 echo "  terminator: pid $TERMINATOR_PID, port $TERMINATOR_PORT"
 unset RATELIMIT_STORE RATELIMIT_STORE_PASSWORD RATELIMIT_STORE_CA RATELIMIT_STORE_CERT \
   RATELIMIT_STORE_KEY RATELIMIT_TLS_SESSION_CACHE
+# The tests of the TLS relay turn it on: the others count handshakes, and its processes would
+# make more, ahead of the decisions.
+export RATELIMIT_TLS_RELAY=off
 
 # The handshakes the terminator logged after the first $1, on one line: "full resumed".
 handshakes_since() {
@@ -541,6 +544,101 @@ test_missing_socket_exits_3() {
   expect_status 3 rl --store "unix://$WORK_ROOT/none.sock" try k -r 1/s
   expect_one_line
   expect_contains "$ERR" "ratelimit: redis $WORK_ROOT/none.sock: cannot connect: no such file or directory"
+}
+
+# The TLS relays (processes named ratelimit-tls) started in the test's directory.
+relays_of_test() {
+  local pid
+  for pid in $(pgrep -x ratelimit-tls); do
+    [ "$(readlink "/proc/$pid/cwd")" = "$TEST_DIR" ] && echo "$pid"
+  done
+}
+
+# await_relay: waits (up to 5 s) until a relay listens on its socket under $TEST_DIR/state;
+# sets RELAY_SOCKET.
+await_relay() {
+  local tries
+  for tries in $(seq 100); do
+    RELAY_SOCKET=$(find state -type s -name 'relay-*.sock' 2>/dev/null)
+    [ -n "$RELAY_SOCKET" ] && return 0
+    sleep 0.05
+  done
+  fail "no relay socket under state/"
+  return 1
+}
+
+test_a_tls_relay_serves_the_decisions_that_follow() {
+  local store=rediss://127.0.0.1:$TLS_PORT key=relay-$RANDOM tries
+  export XDG_STATE_HOME=$TEST_DIR/state RATELIMIT_STORE_CA=$CERTS/ca.crt RATELIMIT_TLS_RELAY=on
+  expect_status 0 rl --store "$store" try "$key" -r 2/min
+  await_relay || return
+  expect_eq 700 "$(stat -c %a "$RELAY_SOCKET")" "the socket's mode"
+  expect_true "a relay runs" test -n "$(relays_of_test)"
+  # The next decisions go through it: they do not load OpenSSL, and decide the same.
+  expect_status 0 env LD_DEBUG=files "$RATELIMIT" --store "$store" try "$key" -r 2/min
+  expect_not_contains "$ERR" "libssl" "the libraries loaded through the relay"
+  expect_status 1 env LD_DEBUG=files "$RATELIMIT" --store "$store" try "$key" -r 2/min
+  expect_not_contains "$ERR" "libssl" "the libraries loaded through the relay"
+  expect_contains "$ERR" "ratelimit: \"$key\" limited"
+  # Without it, a decision loads OpenSSL (so the checks above can see it).
+  expect_status 1 env RATELIMIT_TLS_RELAY=off LD_DEBUG=files "$RATELIMIT" --store "$store" try \
+    "$key" -r 2/min
+  expect_contains "$ERR" "libssl" "the libraries loaded without the relay"
+  # A waiter through the relay wakes and is granted.
+  expect_status 0 rl --store "$store" wait "slow-$key" -r 1/s -b 1
+  expect_status 0 rl --store "$store" wait "slow-$key" -r 1/s -b 1
+  # Eight at once, each with a worker of its own, decide as eight alone would.
+  local pids=() pid granted=0
+  for tries in $(seq 8); do
+    rl --store "$store" try "eight-$key" -r 6/min &
+    pids+=($!)
+  done
+  for pid in "${pids[@]}"; do
+    wait "$pid" && granted=$((granted + 1))
+  done
+  expect_eq 6 "$granted" "decisions granted of eight at once through the relay"
+  # A run -j waiter blocks on its connection through the relay until the slot is free.
+  rl --store "$store" run -j 1 "held-$key" -- sleep 1 &
+  pid=$!
+  sleep 0.3
+  local started
+  started=$(now_ms)
+  expect_status 0 rl --store "$store" run -j 1 "held-$key" -- true
+  expect_true "the second command waited for the first (at least 400 ms)" \
+    test $(($(now_ms) - started)) -ge 400
+  wait "$pid"
+  # The relay and its workers exit once the socket is removed.
+  rm "$RELAY_SOCKET"
+  for tries in $(seq 100); do
+    [ -z "$(relays_of_test)" ] && break
+    sleep 0.05
+  done
+  expect_eq "" "$(relays_of_test)" "the relay's processes after its socket was removed"
+  # With the relay off, none is started.
+  RATELIMIT_TLS_RELAY=off expect_status 0 rl --store "$store" try "off-$key" -r 2/min
+  expect_eq "" "$(find state -type s)" "sockets with the relay off"
+  expect_eq "" "$(relays_of_test)" "relays with the relay off"
+}
+
+# What the server says reaches the decision through the relay as it would without one.
+test_a_tls_relay_tells_the_decision_what_the_server_says() {
+  local store key=told-$RANDOM server
+  export XDG_STATE_HOME=$TEST_DIR/state RATELIMIT_STORE_CA=$CERTS/ca.crt RATELIMIT_TLS_RELAY=on
+  launch_redis relayed redis_log_says_ready --tls-port PORT "${tls_arguments[@]}" \
+    --tls-auth-clients no || { fail "redis-server did not start"; return; }
+  server=$LAUNCHED_PID
+  store=rediss://127.0.0.1:$LAUNCHED_PORT
+  expect_status 0 rl --store "$store" try "$key" -r 2/min
+  await_relay || { kill "$server"; return; }
+  expect_status 0 rl --store "$store" try "$key" -r 2/min
+  kill "$server"
+  wait "$server"
+  expect_status 3 rl --store "$store" try "$key" -r 2/min
+  local through=$ERR
+  expect_contains "$through" "cannot connect: connection refused"
+  RATELIMIT_TLS_RELAY=off expect_status 3 rl --store "$store" try "$key" -r 2/min
+  expect_eq "$ERR" "$through" "stderr through the relay, and without it"
+  rm -f "$RELAY_SOCKET"
 }
 
 run_suite

@@ -430,3 +430,20 @@ TEST_CASE("cli::named_config_file: --config, else $RATELIMIT_CONFIG") {
   options.config = "";
   CHECK(cli::named_config_file(options, environment) == "env.toml");
 }
+
+TEST_CASE("cli::resolve_store_settings starts a TLS relay unless RATELIMIT_TLS_RELAY is off or "
+          "sessions are not kept") {
+  Invocation invocation;
+  invocation.environment["RATELIMIT_STORE"] = "rediss://h";
+  invocation.environment["XDG_STATE_HOME"] = "/xdg/state";
+  CHECK(redis(invocation.settings()).tls_files.relay);
+  invocation.environment["RATELIMIT_TLS_RELAY"] = "on";
+  CHECK(redis(invocation.settings()).tls_files.relay);
+  invocation.environment["RATELIMIT_TLS_RELAY"] = "off";
+  CHECK_FALSE(redis(invocation.settings()).tls_files.relay);
+  invocation.environment["RATELIMIT_TLS_RELAY"] = "yes";
+  CHECK(invocation.error() == "invalid RATELIMIT_TLS_RELAY \"yes\": expected on or off");
+  invocation.environment.erase("RATELIMIT_TLS_RELAY");
+  invocation.environment["RATELIMIT_TLS_SESSION_CACHE"] = "off";
+  CHECK_FALSE(redis(invocation.settings()).tls_files.relay);
+}

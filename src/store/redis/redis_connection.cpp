@@ -76,16 +76,7 @@ void RedisConnection::connect(const RedisLocation& location) {
     m_name += fmt::format(" (master \"{}\")", m_first_location.master_name);
   }
   if (location.tls) {
-    try {
-      m_tls =
-          std::make_unique<TlsStream>(location.host, location.port, location.tls_files, m_timeout);
-    } catch (const TlsError& error) {
-      fail_tls(error, true);
-    }
-    m_reader = redisReaderCreate();
-    if (!m_reader) {
-      fail("cannot connect: out of memory");
-    }
+    connect_tls(location);
   } else {
     connect_plain(location);
   }
@@ -141,6 +132,17 @@ void RedisConnection::connect_plain(const RedisLocation& location) {
   // hiredis does not mark its socket close-on-exec: a command that `run -j` starts as a
   // child must not inherit the connection.
   ::fcntl(m_context->fd, F_SETFD, FD_CLOEXEC);
+}
+
+void RedisConnection::adopt_socket(int fd) {
+  m_context = redisConnectFd(fd);
+  if (!m_context) {
+    ::close(fd);
+    fail("cannot connect: out of memory");
+  }
+  if (redisSetTimeout(m_context, to_timeval(m_timeout)) != REDIS_OK) {
+    fail_io();
+  }
 }
 
 void RedisConnection::authenticate(const RedisLocation& location) {

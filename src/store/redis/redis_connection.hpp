@@ -99,6 +99,11 @@ private:
   // Asks the sentinels of `location` where the master is and connects to it.
   void connect_to_master(const RedisLocation& location);
   void connect_plain(const RedisLocation& location);
+  // Over TLS: through the TLS relay when one runs (see tls_relay.hpp), else by itself, and
+  // then starts one.
+  void connect_tls(const RedisLocation& location);
+  // Speaks plain RESP on `fd`, a connected socket (close-on-exec).
+  void adopt_socket(int fd);
   // AUTH and SELECT, as `location` says.
   void authenticate(const RedisLocation& location);
   void close();

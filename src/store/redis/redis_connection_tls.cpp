@@ -3,11 +3,13 @@
 #include "store/redis/redis_connection.hpp"
 
 #include "core/rate.hpp"
+#include "store/tls/tls_relay.hpp"
 #include "store/tls/tls_stream.hpp"
 
 #include <fmt/format.h>
 #include <hiredis/hiredis.h>
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace ratelimit::store::redis {
@@ -25,6 +27,30 @@ void RedisConnection::fail_tls(const TlsError& error, bool connecting) const {
     break;
   }
   fail(error.what());
+}
+
+void RedisConnection::connect_tls(const RedisLocation& location) {
+  tls::RelayTarget target{location.host, location.port, location.tls_files};
+  std::optional<tls::RelaySocket> relay = tls::relay_socket(target);
+  try {
+    if (relay) {
+      if (std::optional<int> fd = tls::connect_to_relay(*relay, m_timeout)) {
+        adopt_socket(*fd);
+        return;
+      }
+    }
+    m_tls =
+        std::make_unique<TlsStream>(location.host, location.port, location.tls_files, m_timeout);
+  } catch (const TlsError& error) {
+    fail_tls(error, true);
+  }
+  m_reader = redisReaderCreate();
+  if (!m_reader) {
+    fail("cannot connect: out of memory");
+  }
+  if (relay) {
+    tls::start_relay(*relay, target, m_timeout);
+  }
 }
 
 void RedisConnection::tls_send(std::span<const std::string> arguments) {

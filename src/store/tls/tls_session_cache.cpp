@@ -63,6 +63,10 @@ bool usable_directory(const std::string& directory, const std::string& home, boo
 
 } // namespace
 
+bool make_cache_directory(const std::string& directory, const std::string& home) {
+  return usable_directory(directory, home, true);
+}
+
 std::optional<std::string> identity_text(const TlsSessionIdentity& identity) {
   for (const std::string* field :
        {&identity.host, &identity.server_name, &identity.ca, &identity.cert, &identity.key}) {

@@ -50,6 +50,10 @@ enum class CacheEntryCheck {
 CacheEntryCheck check_cache_file(const struct stat& info, uid_t user);
 CacheEntryCheck check_cache_directory(const struct stat& info, uid_t user);
 
+// Makes `directory` as the cache makes it when missing (see TlsSessionCache); whether it may be
+// used then.
+bool make_cache_directory(const std::string& directory, const std::string& home);
+
 // A session file: a header line with the format version, `identity` (from `identity_text`)
 // on a line, then the session as OpenSSL's DER encoding.
 std::string encode_session_file(std::string_view identity, std::string_view session);

@@ -290,6 +290,16 @@ void TlsStream::write(std::string_view bytes) {
 std::size_t TlsStream::read(char* buffer, std::size_t size) {
   core::Nanos deadline = util::monotonic_nanos() + m_timeout;
   for (;;) {
+    if (std::size_t length = read_available(buffer, size); length > 0) {
+      return length;
+    }
+    await(POLLIN, deadline, "read");
+  }
+}
+
+std::size_t TlsStream::read_available(char* buffer, std::size_t size) {
+  core::Nanos deadline = util::monotonic_nanos() + m_timeout;
+  for (;;) {
     openssl().ERR_clear_error();
     int result = openssl().SSL_read(m_ssl, buffer, static_cast<int>(size));
     if (result > 0) {
@@ -301,8 +311,11 @@ std::size_t TlsStream::read(char* buffer, std::size_t size) {
       return static_cast<std::size_t>(result);
     }
     int error = openssl().SSL_get_error(m_ssl, result);
-    if (error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE) {
-      await(error == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline, "read");
+    if (error == SSL_ERROR_WANT_READ) {
+      return 0;
+    }
+    if (error == SSL_ERROR_WANT_WRITE) {
+      await(POLLOUT, deadline, "read");
       continue;
     }
     if (error == SSL_ERROR_ZERO_RETURN || error == SSL_ERROR_SYSCALL) {

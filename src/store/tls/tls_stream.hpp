@@ -54,6 +54,9 @@ public:
   // Reads what has come, at least one byte, into `buffer`; TlsError when the server closed
   // the connection.
   std::size_t read(char* buffer, std::size_t size);
+  // The same without waiting: 0 when no byte has come (records that carry none, such as
+  // TLS 1.3 tickets, are taken in).
+  std::size_t read_available(char* buffer, std::size_t size);
   // Whether bytes already decrypted wait in the stream: poll(2) on `fd` would not see them.
   bool pending() const;
   // The socket.
