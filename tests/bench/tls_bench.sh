@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Benchmark of Redis over TLS (not a test): one `try` per process, each with its own TCP
-# connection, over redis:// (plain TCP), over rediss:// cold (RATELIMIT_TLS_SESSION_CACHE=off:
-# a full TLS 1.3 handshake each time) and over rediss:// resuming the session the previous
-# process kept in the state directory (here $work/state), all to the same server; over
-# rediss:// with the CA given (--store-ca) and with the CA among the system's. Starts its own
+# Benchmark of Redis over TLS (not a test): one `try` per process, over redis:// (plain TCP),
+# over rediss:// cold (RATELIMIT_TLS_SESSION_CACHE=off: a full TLS 1.3 handshake each time),
+# over rediss:// resuming by itself the session the previous process kept in the state
+# directory (here $work/state; RATELIMIT_TLS_RELAY=off), and over rediss:// through the TLS
+# relay (the default: the process speaks to a relay that keeps OpenSSL loaded, whose worker
+# has connected ahead, resuming the session), all to the same server; over rediss:// with the
+# CA given (--store-ca) and with the CA among the system's. Starts its own
 # redis-server on 127.0.0.1 with a plain and a TLS port, its certificate signed by a CA made
 # here (EC P-256).
 # Prints the median and 99th percentile of the wall time of a call, the mean CPU time (user
@@ -47,24 +49,27 @@ server_cpu() {
 # system-resumed); one line each, "WALL_NS STATUS CPU_NS", appended to $work/KIND, and the
 # server's CPU time for them, in microseconds, to $work/KIND.server.
 decide() {
-  local url=rediss://127.0.0.1:$tls_port setting=on ca=$work/ca.crt before
+  local url=rediss://127.0.0.1:$tls_port setting=on relay=on ca=$work/ca.crt before
   case $1 in
     plain) url=redis://127.0.0.1:$port ;;
     cold) setting=off ;;
+    resumed) relay=off ;;
     system-cold) setting=off ca= ;;
-    system-resumed) ca= ;;
+    system-relayed) ca= ;;
   esac
   before=$(server_cpu)
-  RATELIMIT_TLS_SESSION_CACHE=$setting RATELIMIT_STORE_CA=$ca SSL_CERT_FILE=$work/system-cas.pem \
+  RATELIMIT_TLS_SESSION_CACHE=$setting RATELIMIT_TLS_RELAY=$relay RATELIMIT_STORE_CA=$ca \
+    SSL_CERT_FILE=$work/system-cas.pem \
     "$work/bench_exec" -n "$2" -- "$ratelimit" --store "$url" try bench -r 1000000000/s \
     >>"$work/$1"
   echo "$(($(server_cpu) - before)) $2" >>"$work/$1.server"
 }
 
-kinds=(plain cold resumed system-cold system-resumed)
-# Loads the script, warms the page cache, keeps the sessions.
+kinds=(plain cold resumed relayed system-cold system-relayed)
+# Loads the script, warms the page cache, keeps the sessions, starts the relays.
 decide resumed 20
-decide system-resumed 5
+decide relayed 5
+decide system-relayed 5
 for kind in "${kinds[@]}"; do
   : >"$work/$kind"
   : >"$work/$kind.server"
@@ -101,8 +106,9 @@ for kind in "${kinds[@]}"; do
     plain) name="redis:// (TCP)" ;;
     cold) name="rediss:// --store-ca, cold" ;;
     resumed) name="rediss:// --store-ca, resumed" ;;
+    relayed) name="rediss:// --store-ca, relay" ;;
     system-cold) name="rediss:// system CAs, cold" ;;
-    system-resumed) name="rediss:// system CAs, resumed" ;;
+    system-relayed) name="rediss:// system CAs, relay" ;;
   esac
   read -r median p99 cpu < <(stats "$kind")
   awk -v n="$name" -v m="$median" -v p="$p99" -v c="$cpu" -v s="$(server_stats "$kind")" \
