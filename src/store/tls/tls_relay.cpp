@@ -4,7 +4,6 @@
 #include "store/tls/tls_session_cache.hpp"
 #include "store/tls/tls_stream.hpp"
 #include "util/clock.hpp"
-#include "util/paths.hpp"
 
 #include <cerrno>
 #include <cstdlib>

@@ -4,6 +4,7 @@
 // starts one more whenever all are busy.
 #include "store/tls/tls_relay.hpp"
 
+#include "store/tls/tls_session_cache.hpp"
 #include "util/clock.hpp"
 
 #include <algorithm>
@@ -142,6 +143,13 @@ std::unique_ptr<TlsStream> connect_checked(const RelayTarget& target, core::Nano
   return tls;
 }
 
+// The stamps of the files a connection was verified and made with (see file_stamp): a
+// connection made before one of them changed is not used.
+std::string files_stamp(const TlsFiles& files) {
+  return (files.ca_file.empty() ? TlsStream::system_trust_stamp() : file_stamp(files.ca_file)) +
+         ";" + file_stamp(files.cert_file) + ";" + file_stamp(files.key_file);
+}
+
 // Whether the server closed, or wrote on, a connection that has been idle since its PONG.
 bool gone_while_idle(const TlsStream& tls) {
   pollfd entry{tls.fd(), POLLIN | POLLRDHUP, 0};
@@ -155,10 +163,12 @@ struct WorkerNews {
   bool busy;
 };
 
-// Serves one decision's connection, `client`, with the connection `tls` made ahead (null:
-// none could be made) or, when that one failed or the server closed it meanwhile, one made
-// now with the decision's timeout, whose error is then the one told.
-void serve(int client, std::unique_ptr<TlsStream>& tls, const RelayTarget& target) {
+// Serves one decision's connection, `client`, with the connection `tls` made ahead with files
+// of `stamp` (null: none could be made) or, when that one failed, the server closed it
+// meanwhile or a file has changed since, one made now with the decision's timeout, whose
+// error is then the one told.
+void serve(int client, std::unique_ptr<TlsStream>& tls, const std::string& stamp,
+           const RelayTarget& target) {
   ucred peer{};
   socklen_t length = sizeof peer;
   if (::getsockopt(client, SOL_SOCKET, SO_PEERCRED, &peer, &length) != 0 ||
@@ -172,7 +182,7 @@ void serve(int client, std::unique_ptr<TlsStream>& tls, const RelayTarget& targe
   }
   bool relaying = false;
   try {
-    if (!tls || gone_while_idle(*tls)) {
+    if (!tls || gone_while_idle(*tls) || files_stamp(target.files) != stamp) {
       tls.reset();
       tls = connect_checked(target, *asked);
     }
@@ -203,6 +213,7 @@ void serve(int client, std::unique_ptr<TlsStream>& tls, const RelayTarget& targe
   WorkerNews done{::getpid(), false};
   while (::getppid() == relay) {
     std::unique_ptr<TlsStream> tls;
+    std::string stamp = files_stamp(target.files);
     try {
       tls = connect_checked(target, timeout);
     } catch (const TlsError&) {
@@ -216,7 +227,7 @@ void serve(int client, std::unique_ptr<TlsStream>& tls, const RelayTarget& targe
     }
     write_all(news, {reinterpret_cast<const char*>(&taken), sizeof taken});
     try {
-      serve(client, tls, target);
+      serve(client, tls, stamp, target);
     } catch (...) {
       // A connection that failed midway: the decision sees it closed.
     }

@@ -62,15 +62,16 @@ public:
   // The socket.
   int fd() const { return m_fd; }
 
+  // What the server's certificate is verified against without a CA file, for the identity
+  // of a session: OpenSSL's CA file and directory ($SSL_CERT_FILE, $SSL_CERT_DIR, else its
+  // own), with their stamps, so that a session is not offered once the system's CAs change.
+  static std::string system_trust_stamp();
+
 private:
   void release();
   // The index of the TlsStream in its SSL's extra data (as SSL_set_app_data).
   static constexpr int k_stream_index = 0;
 
-  // What the server's certificate is verified against without a CA file, for the identity
-  // of a session: OpenSSL's CA file and directory ($SSL_CERT_FILE, $SSL_CERT_DIR, else its
-  // own), with their stamps, so that a session is not offered once the system's CAs change.
-  static std::string system_trust_stamp();
   // Loads the CAs to verify the server's certificate against: `ca_file`, else the system's.
   void load_trust(const std::string& ca_file, const std::string& ca_given_by);
   // OpenSSL's callback to verify the server's certificate when the CAs were not loaded (a
