@@ -623,20 +623,28 @@ test_a_tls_relay_serves_the_decisions_that_follow() {
 # What the server says reaches the decision through the relay as it would without one.
 test_a_tls_relay_tells_the_decision_what_the_server_says() {
   local store key=told-$RANDOM server
-  export XDG_STATE_HOME=$TEST_DIR/state RATELIMIT_STORE_CA=$CERTS/ca.crt RATELIMIT_TLS_RELAY=on
+  export XDG_STATE_HOME=$TEST_DIR/state RATELIMIT_TLS_RELAY=on
   launch_redis relayed redis_log_says_ready --tls-port PORT "${tls_arguments[@]}" \
     --tls-auth-clients no || { fail "redis-server did not start"; return; }
   server=$LAUNCHED_PID
   store=rediss://127.0.0.1:$LAUNCHED_PORT
-  expect_status 0 rl --store "$store" try "$key" -r 2/min
+  cp "$CERTS/ca.crt" my-ca.pem
+  export RATELIMIT_STORE_CA=$TEST_DIR/my-ca.pem
+  expect_status 0 rl --store "$store" try "$key" -r 5/min
   await_relay || { kill "$server"; return; }
-  expect_status 0 rl --store "$store" try "$key" -r 2/min
+  expect_status 0 rl --store "$store" try "$key" -r 5/min
+  # The CA file replaced: its workers' connections, made before, are not used.
+  cp "$CERTS/other-ca.crt" my-ca.pem
+  expect_status 3 rl --store "$store" try "$key" -r 5/min
+  expect_contains "$ERR" "the server's certificate does not verify: "
+  cp "$CERTS/ca.crt" my-ca.pem
+  expect_status 0 rl --store "$store" try "$key" -r 5/min
   kill "$server"
   wait "$server"
-  expect_status 3 rl --store "$store" try "$key" -r 2/min
+  expect_status 3 rl --store "$store" try "$key" -r 5/min
   local through=$ERR
   expect_contains "$through" "cannot connect: connection refused"
-  RATELIMIT_TLS_RELAY=off expect_status 3 rl --store "$store" try "$key" -r 2/min
+  RATELIMIT_TLS_RELAY=off expect_status 3 rl --store "$store" try "$key" -r 5/min
   expect_eq "$ERR" "$through" "stderr through the relay, and without it"
   rm -f "$RELAY_SOCKET"
 }
