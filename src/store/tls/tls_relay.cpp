@@ -147,6 +147,8 @@ std::optional<int> connect_to_relay(const RelaySocket& socket, core::Nanos timeo
     }
     return std::nullopt;
   }
+  // The relay sends nothing after its answer before the first command: whatever has come is
+  // the answer, or its beginning.
   std::string answer;
   while (!answer.ends_with('\n')) {
     core::Nanos left = deadline - util::monotonic_nanos();
@@ -155,8 +157,8 @@ std::optional<int> connect_to_relay(const RelaySocket& socket, core::Nanos timeo
       ::close(fd);
       throw TlsError(TlsError::Kind::timeout, "connect");
     }
-    char c = 0;
-    ssize_t got = ::read(fd, &c, 1);
+    char buffer[512];
+    ssize_t got = ::read(fd, buffer, sizeof buffer);
     if (got < 0 && errno == EINTR) {
       continue;
     }
@@ -165,7 +167,7 @@ std::optional<int> connect_to_relay(const RelaySocket& socket, core::Nanos timeo
       ::close(fd);
       return std::nullopt;
     }
-    answer += c;
+    answer.append(buffer, static_cast<std::size_t>(got));
   }
   answer.pop_back();
   if (answer == "+") {

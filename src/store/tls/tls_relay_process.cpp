@@ -52,26 +52,27 @@ bool write_all(int fd, std::string_view bytes) {
   return true;
 }
 
-// The line the decision sent first, without its newline; nullopt when none came in time.
+// The line the decision sent first, without its newline; nullopt when none came in time. It
+// sends nothing more before the answer: whatever has come is that line, or its beginning.
 std::optional<std::string> read_line(int fd, core::Nanos timeout) {
   core::Nanos deadline = util::monotonic_nanos() + timeout;
   std::string line;
-  while (line.size() < 256) {
+  while (!line.ends_with('\n')) {
     core::Nanos left = deadline - util::monotonic_nanos();
     pollfd entry{fd, POLLIN, 0};
-    if (left <= 0 || ::poll(&entry, 1, static_cast<int>(core::ceil_millis(left))) <= 0) {
+    std::array<char, 256> buffer{};
+    if (left <= 0 || line.size() > buffer.size() ||
+        ::poll(&entry, 1, static_cast<int>(core::ceil_millis(left))) <= 0) {
       return std::nullopt;
     }
-    char c = 0;
-    if (::read(fd, &c, 1) != 1) {
+    ssize_t length = ::read(fd, buffer.data(), buffer.size());
+    if (length <= 0) {
       return std::nullopt;
     }
-    if (c == '\n') {
-      return line;
-    }
-    line += c;
+    line.append(buffer.data(), static_cast<std::size_t>(length));
   }
-  return std::nullopt;
+  line.pop_back();
+  return line;
 }
 
 // The timeout the greeting `line` gives, or nullopt when it is not a greeting.
