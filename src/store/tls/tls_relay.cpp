@@ -56,19 +56,6 @@ bool peer_is_this_user(int fd) {
   return ::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &length) == 0 && peer.uid == ::geteuid();
 }
 
-bool write_all(int fd, std::string_view bytes) {
-  while (!bytes.empty()) {
-    ssize_t written = ::write(fd, bytes.data(), bytes.size());
-    if (written < 0 && errno == EINTR) {
-      continue;
-    }
-    if (written <= 0) {
-      return false;
-    }
-    bytes.remove_prefix(static_cast<std::size_t>(written));
-  }
-  return true;
-}
 
 } // namespace
 
@@ -137,9 +124,14 @@ std::optional<int> connect_to_relay(const RelaySocket& socket, core::Nanos timeo
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
   path.copy(address.sun_path, path.size());
+  // One short line into an empty socket: sent whole, or not at all (MSG_NOSIGNAL: a relay gone
+  // meanwhile is no reason to die of SIGPIPE).
+  std::string greeting = fmt::format("{} {}\n", k_relay_greeting, timeout);
   bool connected =
       fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 &&
-      peer_is_this_user(fd) && write_all(fd, fmt::format("{} {}\n", k_relay_greeting, timeout));
+      peer_is_this_user(fd) &&
+      ::send(fd, greeting.data(), greeting.size(), MSG_NOSIGNAL) ==
+          static_cast<ssize_t>(greeting.size());
   ::close(directory);
   if (!connected) {
     if (fd >= 0) {

@@ -6,6 +6,7 @@
 
 #include "store/tls/tls_session_cache.hpp"
 #include "util/clock.hpp"
+#include "util/fd_io.hpp"
 
 #include <algorithm>
 #include <array>
@@ -27,6 +28,11 @@ namespace ratelimit::store::tls {
 
 namespace {
 
+// Whether all of `bytes` went to `fd`.
+bool sent(int fd, std::string_view bytes) {
+  return util::write_all(fd, bytes) == util::WriteResult::written;
+}
+
 // How long a relay waits for a connection before it exits.
 constexpr core::Nanos k_relay_idle = 60 * core::k_nanos_per_second;
 // How often it looks whether its socket is still the one at its path, and its workers alive.
@@ -38,19 +44,6 @@ constexpr std::size_t k_most_workers = 256;
 // How long a child waits for the decision's greeting.
 constexpr core::Nanos k_greeting_timeout = core::k_nanos_per_second;
 
-bool write_all(int fd, std::string_view bytes) {
-  while (!bytes.empty()) {
-    ssize_t written = ::write(fd, bytes.data(), bytes.size());
-    if (written < 0 && errno == EINTR) {
-      continue;
-    }
-    if (written <= 0) {
-      return false;
-    }
-    bytes.remove_prefix(static_cast<std::size_t>(written));
-  }
-  return true;
-}
 
 // The line the decision sent first, without its newline; nullopt when none came in time. It
 // sends nothing more before the answer: whatever has come is that line, or its beginning.
@@ -113,7 +106,7 @@ void carry(int client, TlsStream& tls) {
     // All that has come from the server, before waiting again: poll(2) does not see what
     // OpenSSL has already read.
     while (std::size_t length = tls.read_available(buffer.data(), buffer.size())) {
-      if (!write_all(client, {buffer.data(), length})) {
+      if (!sent(client, {buffer.data(), length})) {
         return;
       }
     }
@@ -187,7 +180,7 @@ void serve(int client, std::unique_ptr<TlsStream>& tls, const std::string& stamp
       tls.reset();
       tls = connect_checked(target, *asked);
     }
-    relaying = write_all(client, "+\n");
+    relaying = sent(client, "+\n");
     if (relaying) {
       carry(client, *tls);
     }
@@ -200,7 +193,7 @@ void serve(int client, std::unique_ptr<TlsStream>& tls, const std::string& stamp
     for (char& c : message) {
       c = c == '\n' ? ' ' : c;
     }
-    write_all(client, "-" + relay_kind_name(error.kind()) + " " + message + "\n");
+    sent(client, "-" + relay_kind_name(error.kind()) + " " + message + "\n");
   }
 }
 
@@ -226,14 +219,14 @@ void serve(int client, std::unique_ptr<TlsStream>& tls, const std::string& stamp
       }
       continue;
     }
-    write_all(news, {reinterpret_cast<const char*>(&taken), sizeof taken});
+    sent(news, {reinterpret_cast<const char*>(&taken), sizeof taken});
     try {
       serve(client, tls, stamp, target);
     } catch (...) {
       // A connection that failed midway: the decision sees it closed.
     }
     ::close(client);
-    write_all(news, {reinterpret_cast<const char*>(&done), sizeof done});
+    sent(news, {reinterpret_cast<const char*>(&done), sizeof done});
   }
   ::_exit(0);
 }
