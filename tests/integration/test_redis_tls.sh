@@ -598,9 +598,9 @@ test_a_tls_relay_serves_the_decisions_that_follow() {
   done
   expect_eq 6 "$granted" "decisions granted of eight at once through the relay"
   # A run -j waiter blocks on its connection through the relay until the slot is free.
-  rl --store "$store" run -j 1 "held-$key" -- sleep 1 &
+  rl --store "$store" run -j 1 "held-$key" -- sh -c 'echo held >holding; sleep 1' &
   pid=$!
-  sleep 0.3
+  wait_for_file holding
   local started
   started=$(now_ms)
   expect_status 0 rl --store "$store" run -j 1 "held-$key" -- true
