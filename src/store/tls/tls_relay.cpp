@@ -145,7 +145,11 @@ std::optional<int> connect_to_relay(const RelaySocket& socket, core::Nanos timeo
   while (!answer.ends_with('\n')) {
     core::Nanos left = deadline - util::monotonic_nanos();
     pollfd entry{fd, POLLIN, 0};
-    if (left <= 0 || ::poll(&entry, 1, static_cast<int>(core::ceil_millis(left))) == 0) {
+    int ready = left > 0 ? ::poll(&entry, 1, static_cast<int>(core::ceil_millis(left))) : 0;
+    if (ready < 0 && errno == EINTR) {
+      continue;
+    }
+    if (ready <= 0) {
       ::close(fd);
       throw TlsError(TlsError::Kind::timeout, "connect");
     }
