@@ -141,10 +141,12 @@ test_a_granted_waiter_goes_ahead_when_redis_stops_answering_as_it_wakes() {
   expect_status 0 rl try k -r 1/2s
   (rl --store-timeout 0.3s wait k -r 1/2s 2>wait.err; echo $? >wait.status) &
   local waiter=$!
-  wait_for_reservation k 1500 || return
+  # The key's next slot: 2 s away after the try, 4 s after the waiter's reservation, 6 s after
+  # the runner's, less the time since: each threshold lies between two of them.
+  wait_for_reservation k 2500 || return
   (rl --store-timeout 0.3s run k -r 1/2s -- touch ran 2>run.err; echo $? >run.status) &
   local runner=$!
-  wait_for_reservation k 3500 || return
+  wait_for_reservation k 4500 || return
   # Asleep, and closed their connections: they connect again on waking, and get no answer.
   kill -STOP "$REDIS_PID"
   wait "$waiter" "$runner"
