@@ -55,6 +55,16 @@ void add_limit_options(CLI::App& command, LimitOptions& options, const Mentioned
   }
 }
 
+void add_wait_timeout_option(CLI::App& command, std::optional<std::string>& timeout,
+                             const MentionedOptions& mentioned) {
+  if (mentioned.any_of("-t,--timeout")) {
+    command
+        .add_option("-t,--timeout", timeout,
+                    "Give up at once (exit 1) if the slot is further away than this")
+        ->option_text("DURATION");
+  }
+}
+
 void check_key(std::string_view key) {
   if (key.empty()) {
     throw UsageError("invalid key \"\": expected a non-empty name of at most 1024 bytes");

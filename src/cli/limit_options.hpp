@@ -42,6 +42,9 @@ struct LimitedRequest {
 // Adds -r, -a, -b, -c, --adaptive and the KEY positional (required when `key_required`).
 void add_limit_options(CLI::App& command, LimitOptions& options, const MentionedOptions& mentioned,
                        bool key_required = true);
+// -t/--timeout of the commands that wait for a slot (wait, run), when it may be named.
+void add_wait_timeout_option(CLI::App& command, std::optional<std::string>& timeout,
+                             const MentionedOptions& mentioned);
 
 class ConfigFiles;
 

@@ -335,12 +335,7 @@ CommandRun setup_run(CLI::App& app, const MentionedOptions& mentioned) {
       "COMMAND finds KEY in $RATELIMIT_KEY, to call ratelimit pause \"$RATELIMIT_KEY\" 30s.\n"
       "Example: ratelimit run api -r 5/s -- curl -sO https://api.example.com/");
   add_limit_options(*command, options->limit, mentioned);
-  if (mentioned.any_of("-t,--timeout")) {
-    command
-        ->add_option("-t,--timeout", options->timeout,
-                     "Give up at once (exit 1) if the slot is further away than this")
-        ->option_text("DURATION");
-  }
+  add_wait_timeout_option(*command, options->timeout, mentioned);
   if (mentioned.any_of("--no-wait")) {
     command->add_flag("--no-wait", options->no_wait,
                       "Do not wait: run COMMAND only if a slot is free now, else exit 1");

@@ -38,12 +38,7 @@ CommandRun setup_wait(CLI::App& app, const MentionedOptions& mentioned) {
       app.add_subcommand("wait", "Reserve the next slot and sleep until it, then exit 0");
   command->footer("Example: ratelimit wait api -r 100/min -t 30s && curl https://api.example.com/");
   add_limit_options(*command, options->limit, mentioned);
-  if (mentioned.any_of("-t,--timeout")) {
-    command
-        ->add_option("-t,--timeout", options->timeout,
-                     "Give up at once (exit 1) if the slot is further away than this")
-        ->option_text("DURATION");
-  }
+  add_wait_timeout_option(*command, options->timeout, mentioned);
   return [options](const OutputSettings& output, ConfigFiles& config, StoreOpener& stores) {
     return run_wait(*options, output, config, stores);
   };
