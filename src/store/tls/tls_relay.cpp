@@ -20,8 +20,8 @@ namespace ratelimit::store::tls {
 
 namespace {
 
-// The longest answer line a relay sends: a TlsError's message.
-constexpr std::size_t k_longest_answer = 4096;
+// The longest line a relay or a decision sends: a TlsError's message.
+constexpr std::size_t k_longest_line = 4096;
 
 std::optional<TlsError::Kind> kind_named(std::string_view name) {
   if (name == "timeout") {
@@ -50,11 +50,6 @@ bool private_socket(int directory_fd, const std::string& name) {
          S_ISSOCK(file.st_mode) && file.st_uid == ::geteuid();
 }
 
-bool peer_is_this_user(int fd) {
-  ucred peer{};
-  socklen_t length = sizeof peer;
-  return ::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &length) == 0 && peer.uid == ::geteuid();
-}
 
 
 } // namespace
@@ -75,6 +70,40 @@ std::string relay_kind_name(TlsError::Kind kind) {
 
 std::string socket_path_through(int directory_fd, const std::string& name) {
   return fmt::format("/proc/self/fd/{}/{}", directory_fd, name);
+}
+
+bool peer_is_this_user(int fd) {
+  ucred peer{};
+  socklen_t length = sizeof peer;
+  return ::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &length) == 0 && peer.uid == ::geteuid();
+}
+
+std::optional<std::string> read_relay_line(int fd, core::Nanos timeout, bool& timed_out) {
+  core::Nanos deadline = util::monotonic_nanos() + timeout;
+  std::string line;
+  while (!line.ends_with('\n')) {
+    core::Nanos left = deadline - util::monotonic_nanos();
+    pollfd entry{fd, POLLIN, 0};
+    int ready = left > 0 ? ::poll(&entry, 1, static_cast<int>(core::ceil_millis(left))) : 0;
+    if (ready < 0 && errno == EINTR) {
+      continue;
+    }
+    if (ready <= 0) {
+      timed_out = true;
+      return std::nullopt;
+    }
+    char buffer[512];
+    ssize_t got = ::read(fd, buffer, sizeof buffer);
+    if (got < 0 && errno == EINTR) {
+      continue;
+    }
+    if (got <= 0 || line.size() > k_longest_line) {
+      return std::nullopt;
+    }
+    line.append(buffer, static_cast<std::size_t>(got));
+  }
+  line.pop_back();
+  return line;
 }
 
 std::optional<RelaySocket> relay_socket(const RelayTarget& target) {
@@ -139,38 +168,22 @@ std::optional<int> connect_to_relay(const RelaySocket& socket, core::Nanos timeo
     }
     return std::nullopt;
   }
-  // The relay sends nothing after its answer before the first command: whatever has come is
-  // the answer, or its beginning.
-  std::string answer;
-  while (!answer.ends_with('\n')) {
-    core::Nanos left = deadline - util::monotonic_nanos();
-    pollfd entry{fd, POLLIN, 0};
-    int ready = left > 0 ? ::poll(&entry, 1, static_cast<int>(core::ceil_millis(left))) : 0;
-    if (ready < 0 && errno == EINTR) {
-      continue;
-    }
-    if (ready <= 0) {
-      ::close(fd);
+  bool timed_out = false;
+  std::optional<std::string> answer = read_relay_line(fd, deadline - util::monotonic_nanos(),
+                                                      timed_out);
+  if (!answer) {
+    ::close(fd);
+    if (timed_out) {
       throw TlsError(TlsError::Kind::timeout, "connect");
     }
-    char buffer[512];
-    ssize_t got = ::read(fd, buffer, sizeof buffer);
-    if (got < 0 && errno == EINTR) {
-      continue;
-    }
-    if (got <= 0 || answer.size() > k_longest_answer) {
-      // A relay that went away: the decision connects by itself.
-      ::close(fd);
-      return std::nullopt;
-    }
-    answer.append(buffer, static_cast<std::size_t>(got));
+    // A relay that went away: the decision connects by itself.
+    return std::nullopt;
   }
-  answer.pop_back();
-  if (answer == "+") {
+  if (*answer == "+") {
     return fd;
   }
   ::close(fd);
-  std::string_view error = answer;
+  std::string_view error = *answer;
   std::optional<TlsError::Kind> kind;
   if (error.starts_with('-') && error.find(' ') != std::string_view::npos) {
     kind = kind_named(error.substr(1, error.find(' ') - 1));

@@ -67,6 +67,15 @@ void start_relay(const RelaySocket& socket, const RelayTarget& target, core::Nan
 
 // The path to bind or connect to for `name` in the directory open as `directory_fd`.
 std::string socket_path_through(int directory_fd, const std::string& name);
+
+// Whether the process at the other end of the Unix socket `fd` runs as this user.
+bool peer_is_this_user(int fd);
+
+// The line, without its newline, that comes on `fd` within `timeout`; the side that sent it
+// sends nothing more before an answer, so whatever has come is that line or its beginning.
+// Nullopt when the other side closed first or sent too long a line, or, with `timed_out` set,
+// when the time ran out.
+std::optional<std::string> read_relay_line(int fd, core::Nanos timeout, bool& timed_out);
 [[noreturn]] void run_relay(const RelaySocket& socket, const RelayTarget& target,
                             core::Nanos timeout);
 

@@ -45,29 +45,6 @@ constexpr std::size_t k_most_workers = 256;
 constexpr core::Nanos k_greeting_timeout = core::k_nanos_per_second;
 
 
-// The line the decision sent first, without its newline; nullopt when none came in time. It
-// sends nothing more before the answer: whatever has come is that line, or its beginning.
-std::optional<std::string> read_line(int fd, core::Nanos timeout) {
-  core::Nanos deadline = util::monotonic_nanos() + timeout;
-  std::string line;
-  while (!line.ends_with('\n')) {
-    core::Nanos left = deadline - util::monotonic_nanos();
-    pollfd entry{fd, POLLIN, 0};
-    std::array<char, 256> buffer{};
-    if (left <= 0 || line.size() > buffer.size() ||
-        ::poll(&entry, 1, static_cast<int>(core::ceil_millis(left))) <= 0) {
-      return std::nullopt;
-    }
-    ssize_t length = ::read(fd, buffer.data(), buffer.size());
-    if (length <= 0) {
-      return std::nullopt;
-    }
-    line.append(buffer.data(), static_cast<std::size_t>(length));
-  }
-  line.pop_back();
-  return line;
-}
-
 // The timeout the greeting `line` gives, or nullopt when it is not a greeting.
 std::optional<core::Nanos> greeting_timeout(std::string_view line) {
   if (!line.starts_with(k_relay_greeting) || line.size() < k_relay_greeting.size() + 2 ||
@@ -137,11 +114,11 @@ std::unique_ptr<TlsStream> connect_checked(const RelayTarget& target, core::Nano
   return tls;
 }
 
-// The stamps of the files a connection was verified and made with (see file_stamp): a
-// connection made before one of them changed is not used.
-std::string files_stamp(const TlsFiles& files) {
-  return (files.ca_file.empty() ? TlsStream::system_trust_stamp() : file_stamp(files.ca_file)) +
-         ";" + file_stamp(files.cert_file) + ";" + file_stamp(files.key_file);
+// The identity a connection to `target` is made under now (see TlsStream::session_identity):
+// a connection made before one of its files changed is not used.
+std::string identity_now(const RelayTarget& target) {
+  return identity_text(TlsStream::session_identity(target.host, target.port, target.files))
+      .value_or("");
 }
 
 // Whether the server closed, or wrote on, a connection that has been idle since its PONG.
@@ -157,26 +134,24 @@ struct WorkerNews {
   bool busy;
 };
 
-// Serves one decision's connection, `client`, with the connection `tls` made ahead with files
-// of `stamp` (null: none could be made) or, when that one failed, the server closed it
+// Serves one decision's connection, `client`, with the connection `tls` made ahead under
+// `identity` (null: none could be made) or, when that one failed, the server closed it
 // meanwhile or a file has changed since, one made now with the decision's timeout, whose
 // error is then the one told.
-void serve(int client, std::unique_ptr<TlsStream>& tls, const std::string& stamp,
+void serve(int client, std::unique_ptr<TlsStream>& tls, const std::string& identity,
            const RelayTarget& target) {
-  ucred peer{};
-  socklen_t length = sizeof peer;
-  if (::getsockopt(client, SOL_SOCKET, SO_PEERCRED, &peer, &length) != 0 ||
-      peer.uid != ::geteuid()) {
+  bool timed_out = false;
+  if (!peer_is_this_user(client)) {
     return;
   }
-  std::optional<std::string> greeting = read_line(client, k_greeting_timeout);
+  std::optional<std::string> greeting = read_relay_line(client, k_greeting_timeout, timed_out);
   std::optional<core::Nanos> asked = greeting ? greeting_timeout(*greeting) : std::nullopt;
   if (!asked) {
     return;
   }
   bool relaying = false;
   try {
-    if (!tls || gone_while_idle(*tls) || files_stamp(target.files) != stamp) {
+    if (!tls || gone_while_idle(*tls) || identity_now(target) != identity) {
       tls.reset();
       tls = connect_checked(target, *asked);
     }
@@ -207,7 +182,7 @@ void serve(int client, std::unique_ptr<TlsStream>& tls, const std::string& stamp
   WorkerNews done{::getpid(), false};
   while (::getppid() == relay) {
     std::unique_ptr<TlsStream> tls;
-    std::string stamp = files_stamp(target.files);
+    std::string identity = identity_now(target);
     try {
       tls = connect_checked(target, timeout);
     } catch (const TlsError&) {
@@ -221,7 +196,7 @@ void serve(int client, std::unique_ptr<TlsStream>& tls, const std::string& stamp
     }
     sent(news, {reinterpret_cast<const char*>(&taken), sizeof taken});
     try {
-      serve(client, tls, stamp, target);
+      serve(client, tls, identity, target);
     } catch (...) {
       // A connection that failed midway: the decision sees it closed.
     }

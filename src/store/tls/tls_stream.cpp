@@ -45,6 +45,16 @@ bool is_ip_address(const std::string& host) {
 
 } // namespace
 
+TlsSessionIdentity TlsStream::session_identity(const std::string& host, int port,
+                                               const TlsFiles& files) {
+  return {host,
+          port,
+          is_ip_address(host) ? "" : host,
+          files.ca_file.empty() ? system_trust_stamp() : file_stamp(files.ca_file),
+          file_stamp(files.cert_file),
+          file_stamp(files.key_file)};
+}
+
 TlsStream::TlsStream(const std::string& host, int port, const TlsFiles& files, core::Nanos timeout)
     : m_timeout(timeout) {
   core::Nanos deadline = util::monotonic_nanos() + timeout;
@@ -58,11 +68,7 @@ TlsStream::TlsStream(const std::string& host, int port, const TlsFiles& files, c
     bool address = is_ip_address(host);
     if (!files.session_directory.empty()) {
       m_session_cache = std::make_unique<TlsSessionCache>(
-          files.session_directory, files.session_home,
-          TlsSessionIdentity{host, port, address ? "" : host,
-                             files.ca_file.empty() ? system_trust_stamp()
-                                                   : file_stamp(files.ca_file),
-                             file_stamp(files.cert_file), file_stamp(files.key_file)});
+          files.session_directory, files.session_home, session_identity(host, port, files));
       // The sessions are kept in the cache's file, not in this process's memory.
       openssl().SSL_CTX_ctrl(m_context, SSL_CTRL_SET_SESS_CACHE_MODE,
                              SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE, nullptr);

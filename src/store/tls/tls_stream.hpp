@@ -2,6 +2,7 @@
 
 #include "core/time.hpp"
 #include "store/store_url.hpp"
+#include "store/tls/tls_session_cache.hpp"
 
 #include <cstddef>
 #include <memory>
@@ -62,13 +63,17 @@ public:
   // The socket.
   int fd() const { return m_fd; }
 
+  // What a connection to `host`:`port` with `files` is made under, now: the identity of the
+  // sessions it may resume (see TlsSessionIdentity), with the stamps of the files as they are.
+  static TlsSessionIdentity session_identity(const std::string& host, int port,
+                                             const TlsFiles& files);
+
+private:
+  void release();
   // What the server's certificate is verified against without a CA file, for the identity
   // of a session: OpenSSL's CA file and directory ($SSL_CERT_FILE, $SSL_CERT_DIR, else its
   // own), with their stamps, so that a session is not offered once the system's CAs change.
   static std::string system_trust_stamp();
-
-private:
-  void release();
   // The index of the TlsStream in its SSL's extra data (as SSL_set_app_data).
   static constexpr int k_stream_index = 0;
 
