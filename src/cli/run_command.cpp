@@ -5,6 +5,7 @@
 #include "cli/report.hpp"
 #include "cli/run_holding.hpp"
 #include "cli/run_observing.hpp"
+#include "cli/run_retry_options.hpp"
 #include "cli/run_retrying.hpp"
 #include "cli/usage_error.hpp"
 #include "core/backoff.hpp"
@@ -16,7 +17,6 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <fmt/format.h>
@@ -39,11 +39,7 @@ struct RunOptions {
   bool until_exit = false;
   std::optional<std::string> lease;
   std::vector<std::string> command;
-  // Backing off: the exit statuses that pause the key, and how long.
-  std::vector<int> backoff_on;
-  std::optional<std::string> backoff;     // default 1s
-  std::optional<std::string> backoff_max; // default 5min
-  std::optional<int> retries;             // default 0
+  RetryOptionTexts retry;
   ObserveRunOptions observe;
   std::optional<std::string> jitter; // default none
   // Words of COMMAND's arguments that name options of run's, such as `-r` (run k echo hi
@@ -75,19 +71,6 @@ int cannot_run(const std::string& name, int error) {
   return error == ENOENT ? k_exit_not_found : k_exit_cannot_execute;
 }
 
-// Parses a --backoff or --backoff-max duration, above 0; throws UsageError.
-core::Nanos parse_backoff(std::string_view option, const std::optional<std::string>& text,
-                          std::string_view fallback) {
-  auto duration = core::parse_duration(text.value_or(std::string(fallback)));
-  if (!duration) {
-    throw UsageError(fmt::format("{}: {}", option, duration.error()));
-  }
-  if (*duration <= 0) {
-    throw UsageError(fmt::format("{}: expected a duration above 0, e.g. 1s, 500ms", option));
-  }
-  return *duration;
-}
-
 // Replaces this process with `command`; returns only on failure, with the exit status.
 int execute(const std::vector<std::string>& command) {
   std::vector<char*> argv;
@@ -102,39 +85,6 @@ int execute(const std::vector<std::string>& command) {
   }
   ::execvp(argv[0], argv.data());
   return cannot_run(command[0], errno);
-}
-
-// The options that decide what happens after the command: --backoff-on, --backoff,
-// --backoff-max and --retries, which apply with --backoff-on or --observe, and --observe
-// with its --max-pause. Throws UsageError.
-RetryOptions retry_options(const RunOptions& options) {
-  RetryOptions retry;
-  retry.backoff_on = options.backoff_on;
-  retry.observe = options.observe.observe;
-  retry.max_pause = check_observe_run_options(options.observe);
-  if (retry.backoff_on.empty() && !retry.observe) {
-    for (const auto& [given, name] :
-         {std::pair{options.retries.has_value(), "--retries"},
-          std::pair{options.backoff.has_value(), "--backoff"},
-          std::pair{options.backoff_max.has_value(), "--backoff-max"}}) {
-      if (given) {
-        throw UsageError(fmt::format("{} applies only with --backoff-on CODE or --observe; "
-                                     "expected ratelimit run KEY --backoff-on CODE {} ... -- "
-                                     "COMMAND",
-                                     name, name));
-      }
-    }
-  }
-  retry.backoff = parse_backoff("--backoff", options.backoff, "1s");
-  retry.backoff_max = parse_backoff("--backoff-max", options.backoff_max, "5min");
-  if (retry.backoff_max < retry.backoff) {
-    throw UsageError(fmt::format("--backoff-max {} is shorter than --backoff {}; expected "
-                                 "--backoff-max at least --backoff",
-                                 options.backoff_max.value_or("5min"),
-                                 options.backoff.value_or("1s")));
-  }
-  retry.retries = options.retries.value_or(0);
-  return retry;
 }
 
 // The command's grant, for its environment ($RATELIMIT_GRANT) and its answer: the sequence
@@ -267,7 +217,7 @@ int run_run(RunOptions options, const OutputSettings& output, ConfigFiles& confi
   if (options.lease && !options.concurrency && !options.until_exit) {
     throw UsageError("--lease applies to -j and --until-exit; give one of them");
   }
-  RetryOptions retry = retry_options(options);
+  RetryOptions retry = resolve_retry_options(options.retry, options.observe);
   if (options.concurrency || options.until_exit) {
     return run_holding_slot(std::move(options), config, stores, output, retry);
   }
@@ -304,24 +254,6 @@ int run_run(RunOptions options, const OutputSettings& output, ConfigFiles& confi
   return execute(options.command);
 }
 
-// --backoff-on's CODE: a status COMMAND exits with, which an HTTP status is not.
-CLI::Validator exit_status_validator() {
-  return CLI::Validator(
-      [](const std::string& value) {
-        int code = 0;
-        auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), code);
-        if (error == std::errc() && end == value.data() + value.size() && code >= 1 &&
-            code <= 255) {
-          return std::string();
-        }
-        return fmt::format("\"{}\" is not an exit status: CODE is a status COMMAND exits with, 1 "
-                           "to 255, not an HTTP status (curl -f exits 22 on an HTTP error, 429 "
-                           "included)",
-                           value.substr(0, 64));
-      },
-      "CODE");
-}
-
 } // namespace
 
 CommandRun setup_run(CLI::App& app, const MentionedOptions& mentioned) {
@@ -340,37 +272,7 @@ CommandRun setup_run(CLI::App& app, const MentionedOptions& mentioned) {
     command->add_flag("--no-wait", options->no_wait,
                       "Do not wait: run COMMAND only if a slot is free now, else exit 1");
   }
-  if (mentioned.any_of("--backoff-on")) {
-    command
-        ->add_option("--backoff-on", options->backoff_on,
-                     "When COMMAND exits with status CODE (curl -f exits 22 on an HTTP error), "
-                     "pause KEY for the backoff (repeatable); COMMAND then runs as a child")
-        ->option_text("CODE")
-        ->expected(1)
-        ->allow_extra_args(false) // one CODE per option; `--` after it ends the options
-        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
-        ->check(exit_status_validator());
-  }
-  if (mentioned.any_of("--backoff")) {
-    command
-        ->add_option("--backoff", options->backoff,
-                     "The first backoff pause (default 1s), doubled at each further such exit")
-        ->option_text("DURATION");
-  }
-  if (mentioned.any_of("--backoff-max")) {
-    command
-        ->add_option("--backoff-max", options->backoff_max,
-                     "The longest backoff pause (default 5min)")
-        ->option_text("DURATION");
-  }
-  if (mentioned.any_of("--retries")) {
-    command
-        ->add_option("--retries", options->retries,
-                     "With --backoff-on or --observe: run COMMAND again after the pause, up to N "
-                     "times")
-        ->option_text("N")
-        ->check(CLI::Range(0, 1000000));
-  }
+  add_retry_options(*command, options->retry, mentioned);
   if (mentioned.any_of("-j,--concurrency")) {
     command
         ->add_option("-j,--concurrency", options->concurrency,
