@@ -156,17 +156,19 @@ std::string check(Algorithm algorithm, const Limit& limit, const std::vector<Gra
 }
 
 // Fixed and sliding window, at the decision of `grant` under `limit` of its call: what the
-// aligned window holding it (and, weighted, the one before) holds of the `standing` grants
-// made since a store last forgot the key, whatever the limits of their calls.
+// aligned window holding it (and, weighted, the one before) holds of the grants made since a
+// store last forgot the key and not cancelled, whatever the limits of their calls. In any
+// order: called at every grant, it neither copies nor sorts them.
 std::string check_window_at_grant(Algorithm algorithm, const Limit& limit,
-                                  const std::vector<GrantRecord>& standing,
-                                  const GrantRecord& grant) {
+                                  const std::vector<GrantRecord>& records,
+                                  const std::vector<bool>& cancelled, const GrantRecord& grant) {
   Nanos period = limit.rate.period;
   Nanos start = window_start(grant.at, period);
   std::int64_t current = 0;
   std::int64_t previous = 0;
-  for (const GrantRecord& other : standing) {
-    if (other.epoch == grant.epoch) {
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const GrantRecord& other = records[i];
+    if (!cancelled[i] && other.epoch == grant.epoch) {
       current += window_start(other.at, period) == start ? other.cost : 0;
       previous += window_start(other.at, period) == start - period ? other.cost : 0;
     }
@@ -467,9 +469,9 @@ Run simulate(Algorithm algorithm, std::uint64_t seed, int steps) {
       outstanding.push_back({decision, records.size() - 1});
     }
     if (sets.size() > 1 && algorithm != Algorithm::sliding_log) {
-      std::vector<GrantRecord> standing = standing_grants();
       for (const Limit& limit : sets[set]) {
-        std::string problem = check_window_at_grant(algorithm, limit, standing, records.back());
+        std::string problem =
+            check_window_at_grant(algorithm, limit, records, cancelled, records.back());
         INFO("step ", step, ", limit ", limit.rate.count, "/", limit.rate.period);
         REQUIRE_MESSAGE(problem.empty(), problem);
       }
