@@ -54,9 +54,9 @@ test_until_exit_counts_a_command_until_it_exits() {
   # second after they started.
   local started ended
   started=$(now_ms)
-  rl run k -r 2/s --until-exit -- sleep 0.5 &
-  rl run k -r 2/s --until-exit -- sleep 0.5 &
-  sleep 0.2
+  rl run k -r 2/s --until-exit -- sh -c 'touch started.1; sleep 0.5' &
+  rl run k -r 2/s --until-exit -- sh -c 'touch started.2; sleep 0.5' &
+  wait_for_started 2
   expect_status 0 rl run k -r 2/s --until-exit -- true
   ended=$(now_ms)
   wait
@@ -65,9 +65,7 @@ test_until_exit_counts_a_command_until_it_exits() {
 }
 
 test_no_wait_refuses_at_once_when_every_slot_is_held() {
-  rl run k -j 1 -- sleep 1.5 &
-  local holder=$!
-  sleep 0.5
+  start_holder
   expect_status 1 rl run k -j 1 --no-wait -- touch ran
   expect_one_line
   expect_contains "$ERR" "limited (at most 1 running at once)"
@@ -75,7 +73,8 @@ test_no_wait_refuses_at_once_when_every_slot_is_held() {
   expect_status 1 rl --json run k -j 1 --no-wait -- touch ran
   expect_contains "$OUT" '"allowed":false'
   expect_contains "$OUT" '"retry_after_ms":null'
-  wait $holder
+  kill $HOLDER
+  wait $HOLDER
   expect_status 0 rl run k -j 1 --no-wait -- touch ran
   expect_true "run once free" test -e ran
 }
@@ -83,9 +82,7 @@ test_no_wait_refuses_at_once_when_every_slot_is_held() {
 # The store's wait wakes at --timeout: the loop's arithmetic is unit-tested on a virtual
 # clock (test_cli_acquisition).
 test_timeout_bounds_the_wait_for_a_slot() {
-  "$RATELIMIT" run k -j 1 -- sleep 30 &
-  local holder=$!
-  sleep 0.4
+  start_holder
   local started ended
   started=$(now_ms)
   expect_status 1 rl run k -j 1 -t 0.5s -- touch ran
@@ -94,8 +91,8 @@ test_timeout_bounds_the_wait_for_a_slot() {
   expect_true "gave up after about 0.5 s: $((ended - started)) ms" \
     test $((ended - started)) -ge 400 -a $((ended - started)) -lt 4000
   expect_true "not run" test ! -e ran
-  kill -TERM $holder
-  wait $holder
+  kill -TERM $HOLDER
+  wait $HOLDER
   # A known release beyond the timeout is refused at once.
   rl run u -r 1/30s --until-exit -- true
   started=$(now_ms)
@@ -106,14 +103,28 @@ test_timeout_bounds_the_wait_for_a_slot() {
   expect_true "refused at once: $((ended - started)) ms" test $((ended - started)) -lt 4000
 }
 
-# start_holder ARGUMENTS...: `run k -j 1 ARGUMENTS -- sleep 30` in the background; half a
-# second later, its pid in $HOLDER and its command's in $CHILD.
+# start_holder ARGUMENTS...: `run k -j 1 ARGUMENTS -- sleep 30` in the background, once
+# its command has started: its pid in $HOLDER and its command's in $CHILD.
 start_holder() {
-  "$RATELIMIT" run k -j 1 "$@" -- sleep 30 &
+  rm -f child
+  "$RATELIMIT" run k -j 1 "$@" -- sh -c 'echo $$ >child; exec sleep 30' &
   HOLDER=$!
-  sleep 0.5
-  CHILD=$(pgrep -P $HOLDER sleep)
-  expect_true "the command runs as a child" test -n "$CHILD"
+  wait_for_file child
+  CHILD=$(cat child)
+  expect_eq "$HOLDER" "$(ps -o ppid= -p "$CHILD" | tr -d ' ')" "the command's parent"
+}
+
+# Waits (up to 10 s) until COUNT runs of KEY wait for a slot, as `status` lists them.
+wait_for_waiters() {
+  local key=$1 count=$2 tries=0
+  until [ "$("$RATELIMIT" status "$key" | grep -c ' waiting ')" -ge "$count" ]; do
+    if [ $tries = 100 ]; then
+      fail "fewer than $count runs of \"$key\" waiting after 10 s"
+      return 1
+    fi
+    sleep 0.1
+    tries=$((tries + 1))
+  done
 }
 
 # kill_holder_of_awaited_slot TRIES ARGUMENTS...: a holder (start_holder ARGUMENTS) and a
@@ -126,7 +137,7 @@ kill_holder_of_awaited_slot() {
   start_holder "$@"
   rl run k -j 1 "$@" -- touch ran &
   waiter=$!
-  sleep 0.5
+  wait_for_waiters k 1
   expect_true "the waiter waits" test ! -e ran
   killed=$(now_ms)
   kill -9 $HOLDER $CHILD
@@ -155,8 +166,9 @@ test_a_killed_holder_frees_its_slot_when_its_lease_runs_out() {
 
 test_a_running_holder_keeps_its_slot_past_its_lease() {
   on_store redis || return 0
-  "$RATELIMIT" run k -j 1 --lease 1s -- sleep 2.5 &
-  sleep 0.3
+  rm -f child
+  "$RATELIMIT" run k -j 1 --lease 1s -- sh -c 'echo $$ >child; exec sleep 2.5' &
+  wait_for_file child
   expect_status 1 rl run k -j 1 --lease 1s -t 1.5s -- touch ran
   expect_true "not run while the holder renews its lease" test ! -e ran
   wait
@@ -175,21 +187,21 @@ test_a_killed_supervisor_takes_its_command_with_it() {
 }
 
 test_waiters_start_in_arrival_order() {
-  rl run k -j 1 -- sleep 1 &
-  sleep 0.3
+  start_holder
   local i
   for i in 1 2 3 4; do
     rl run k -j 1 -- sh -c "echo $i >>order; sleep 0.1" &
-    sleep 0.15
+    wait_for_waiters k $i
   done
+  kill $HOLDER
   wait
   expect_eq "1 2 3 4" "$(echo $(cat order))" "order"
 }
 
 test_signals_are_passed_to_the_command() {
-  "$RATELIMIT" run k -j 1 -- sh -c 'trap "echo got TERM >>caught; exit 7" TERM; sleep 10 & wait' &
+  "$RATELIMIT" run k -j 1 -- sh -c 'trap "echo got TERM >>caught; exit 7" TERM; echo >ready; sleep 10 & wait' &
   local holder=$!
-  sleep 0.5
+  wait_for_file ready
   kill -TERM $holder
   wait $holder
   expect_eq 7 $? "status: the command's"
@@ -230,18 +242,16 @@ test_usage_errors() {
 }
 
 test_status_shows_the_holders_and_reset_frees_them() {
-  "$RATELIMIT" run k -j 1 -- sleep 30 &
-  local holder=$!
-  sleep 0.5
+  start_holder
   expect_status 0 rl status k
-  expect_true "a line for the holder: $OUT" grep -Eq "^\"k\" +running +$holder " <<<"$OUT"
+  expect_true "a line for the holder: $OUT" grep -Eq "^\"k\" +running +$HOLDER " <<<"$OUT"
   expect_status 0 rl --json status k
-  expect_contains "$OUT" "\"pid\":$holder"
+  expect_contains "$OUT" "\"pid\":$HOLDER"
   expect_status 1 rl run k -j 1 --no-wait -- true
   expect_status 0 rl reset k
   expect_status 0 rl run k -j 1 --no-wait -- true
-  kill $holder
-  wait $holder
+  kill $HOLDER
+  wait $HOLDER
 }
 
 # --- a strict API ---------------------------------------------------------------------------
