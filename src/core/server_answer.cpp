@@ -1,10 +1,10 @@
 #include "core/server_answer.hpp"
 
 #include "core/bounds.hpp"
+#include "core/quota_fields.hpp"
 #include "core/rate.hpp"
 #include "util/http_date.hpp"
 #include "util/http_head.hpp"
-#include "util/structured_fields.hpp"
 
 #include <algorithm>
 #include <fmt/format.h>
@@ -12,15 +12,6 @@
 namespace ratelimit::core {
 
 namespace {
-
-namespace sf = util::sf;
-
-// Reset values from here on are epoch seconds, and from the next on epoch milliseconds (see
-// the header).
-constexpr std::int64_t k_epoch_seconds_from = 1'000'000'000;
-constexpr std::int64_t k_epoch_millis_from = 1'000'000'000'000;
-
-constexpr Nanos k_nanos_per_thousandth = k_nanos_per_milli;
 
 // Seconds written as digits with an optional fraction, `30`, `1.5`, as nanoseconds; at most
 // k_max_duration. Nothing for anything else.
@@ -48,410 +39,64 @@ std::optional<Nanos> parse_decimal_seconds(std::string_view text, Nanos unit) {
   return static_cast<Nanos>(std::min<Wide>(total, k_max_duration));
 }
 
-// A time the server stated by its clock, `offset` ahead of ours, on our clock; at most
-// k_max_duration after `arrived` (a Date far off, a reset decades away).
-Nanos server_time(Wide at, Nanos offset, Nanos arrived) {
-  return static_cast<Nanos>(
-      std::min<Wide>(at - offset, static_cast<Wide>(arrived) + k_max_duration));
+// The server's clock against ours, from Date.
+void read_date(const util::ResponseHead& head, Nanos arrived, ServerAnswer& answer) {
+  std::vector<std::string_view> dates = util::field_values(head, "date");
+  if (dates.empty()) {
+    return;
+  }
+  std::optional<std::int64_t> seconds = util::parse_http_date(dates.back());
+  if (!seconds || *seconds < 0 || *seconds > k_max_time / k_nanos_per_second) {
+    answer.note("date", dates.back(), "ignored: not an HTTP-date (Sun, 06 Nov 1994 08:49:37 GMT)");
+    return;
+  }
+  Nanos offset = *seconds * k_nanos_per_second - arrived;
+  if (offset > k_clock_tolerance || offset < -k_clock_tolerance) {
+    answer.server_offset = offset;
+    answer.note("date", dates.back(),
+                fmt::format("the server's clock is {} {} ours: its times are moved by as much",
+                            format_seconds(offset < 0 ? -offset : offset),
+                            offset < 0 ? "behind" : "ahead of"));
+  }
 }
 
-std::string clip(std::string_view value) {
-  return std::string(value.substr(0, k_note_value_bytes));
-}
-
-// Joins a field's lines as one list, as RFC 9110 allows for list-based fields.
-std::string joined(const std::vector<std::string_view>& values) {
-  std::string text;
-  for (std::string_view value : values) {
-    if (!text.empty()) {
-      text += ", ";
-    }
-    text += value;
-  }
-  return text;
-}
-
-// An SF Integer or Decimal item as thousandths; nothing for other types.
-std::optional<std::int64_t> thousandths(const sf::BareItem& item) {
-  if (item.type == sf::BareItem::Type::integer) {
-    return item.number * 1000;
-  }
-  if (item.type == sf::BareItem::Type::decimal) {
-    return item.number;
-  }
-  return std::nullopt;
-}
-
-// A count of requests: an SF Integer from 0 to k_max_count.
-std::optional<std::int64_t> count_of(const sf::BareItem* item) {
-  if (item == nullptr || item->type != sf::BareItem::Type::integer || item->number < 0 ||
-      item->number > k_max_count) {
-    return std::nullopt;
-  }
-  return item->number;
-}
-
-// A policy's name: an SF String or Token.
-std::optional<std::string> name_of(const sf::BareItem& item) {
-  if (item.type == sf::BareItem::Type::string || item.type == sf::BareItem::Type::token) {
-    return item.text;
-  }
-  return std::nullopt;
-}
-
-// Reads the fields of one head into an answer, noting what it ignores.
-class Reading {
-public:
-  Reading(const util::ResponseHead& head, ServerAnswer& answer, Nanos arrived)
-      : m_head(head), m_answer(answer), m_arrived(arrived) {}
-
-  void note(std::string_view field, std::string_view value, std::string text) {
-    m_answer.notes.push_back({std::string(field), clip(value), std::move(text)});
-  }
-
-  std::vector<std::string_view> values(std::string_view field) const {
-    return util::field_values(m_head, field);
-  }
-
-  // The server's clock against ours, from Date.
-  void read_date() {
-    std::vector<std::string_view> dates = values("date");
-    if (dates.empty()) {
-      return;
-    }
-    std::optional<std::int64_t> seconds = util::parse_http_date(dates.back());
-    if (!seconds || *seconds < 0 || *seconds > k_max_time / k_nanos_per_second) {
-      note("date", dates.back(), "ignored: not an HTTP-date (Sun, 06 Nov 1994 08:49:37 GMT)");
-      return;
-    }
-    Nanos offset = *seconds * k_nanos_per_second - m_arrived;
-    if (offset > k_clock_tolerance || offset < -k_clock_tolerance) {
-      m_answer.server_offset = offset;
-      note("date", dates.back(),
-           fmt::format("the server's clock is {} {} ours: its times are moved by as much",
-                       format_seconds(offset < 0 ? -offset : offset),
-                       offset < 0 ? "behind" : "ahead of"));
-    }
-  }
-
-  void read_retry_after() {
-    for (std::string_view field : {"retry-after", "retry-after-ms"}) {
-      for (std::string_view value : values(field)) {
-        std::optional<Nanos> at;
-        if (field == "retry-after") {
-          at = retry_after_time(value, m_arrived, m_answer.server_offset);
-        } else if (auto millis = parse_decimal_seconds(value, k_nanos_per_milli)) {
-          at = m_arrived + *millis;
-        }
-        if (!at) {
-          note(field, value,
-               field == "retry-after" ? "ignored: neither delay-seconds nor an HTTP-date"
-                                      : "ignored: not a number of milliseconds");
-        } else if (*at <= m_arrived) {
-          note(field, value, "no wait: the time it names has come");
-        } else if (m_answer.retry_at && *m_answer.retry_at != *at) {
-          note(field, value, "given more than once: the latest time counts");
-          m_answer.retry_at = std::max(*m_answer.retry_at, *at);
-        } else {
-          m_answer.retry_at = *at;
-        }
+// Retry-After and retry-after-ms: the latest time any of them names.
+void read_retry_after(const util::ResponseHead& head, Nanos arrived, ServerAnswer& answer) {
+  for (std::string_view field : {"retry-after", "retry-after-ms"}) {
+    for (std::string_view value : util::field_values(head, field)) {
+      std::optional<Nanos> at;
+      if (field == "retry-after") {
+        at = retry_after_time(value, arrived, answer.server_offset);
+      } else if (auto millis = parse_decimal_seconds(value, k_nanos_per_milli)) {
+        at = arrived + *millis;
       }
-    }
-  }
-
-  // RateLimit-Policy: the IETF draft's list of quota policies.
-  void read_policies() {
-    std::vector<std::string_view> lines = values("ratelimit-policy");
-    if (lines.empty()) {
-      return;
-    }
-    std::string text = joined(lines);
-    std::string why;
-    auto members = sf::parse_list(text, &why);
-    if (!members) {
-      note("ratelimit-policy", text, "ignored: not a structured-field list: " + why);
-      return;
-    }
-    for (const sf::Member& member : *members) {
-      if (member.is_inner_list) {
-        note("ratelimit-policy", text, "a member is an inner list: ignored");
-        continue;
-      }
-      QuotaPolicy policy;
-      policy.field = "ratelimit-policy";
-      std::optional<std::int64_t> quota;
-      if (member.item.type == sf::BareItem::Type::integer) {
-        quota = count_of(&member.item); // draft-07: 100;w=10
-      } else if (auto name = name_of(member.item)) {
-        policy.policy = *name;
-        quota = count_of(member.param("q"));
-        const sf::BareItem* unit = member.param("qu");
-        if (unit != nullptr && (name_of(*unit).value_or("") != "requests")) {
-          m_other_units.push_back(*name);
-          note("ratelimit-policy", text,
-               fmt::format("policy \"{}\" counts other units than requests: ignored", *name));
-          continue;
-        }
-      }
-      if (!quota) {
-        note("ratelimit-policy", text, "a member has no quota (q) from 0 to 10^12: ignored");
-        continue;
-      }
-      policy.quota = *quota;
-      if (const sf::BareItem* window = member.param("w")) {
-        if (window->type != sf::BareItem::Type::integer || window->number <= 0 ||
-            window->number > k_max_duration / k_nanos_per_second) {
-          note("ratelimit-policy", text,
-               fmt::format("policy \"{}\": its window (w) is not whole seconds above 0: read "
-                           "without it",
-                           policy.policy));
-        } else {
-          policy.window = window->number * k_nanos_per_second;
-        }
-      }
-      m_answer.policies.push_back(std::move(policy));
-    }
-  }
-
-  // RateLimit: the IETF draft's service limits (a List), or draft-07's Dictionary.
-  void read_service_limits() {
-    std::vector<std::string_view> lines = values("ratelimit");
-    if (lines.empty()) {
-      return;
-    }
-    std::string text = joined(lines);
-    std::string why;
-    if (auto members = sf::parse_list(text, &why)) {
-      for (const sf::Member& member : *members) {
-        read_service_limit(text, member);
-      }
-      return;
-    }
-    std::vector<sf::Member> dictionary =
-        sf::parse_dictionary(text).value_or(std::vector<sf::Member>{});
-    const sf::Member* remaining = nullptr;
-    const sf::Member* reset = nullptr;
-    const sf::Member* limit = nullptr;
-    for (const sf::Member& member : dictionary) {
-      if (member.is_inner_list) {
-        continue;
-      }
-      if (member.key == "remaining") {
-        remaining = &member;
-      } else if (member.key == "reset") {
-        reset = &member;
-      } else if (member.key == "limit") {
-        limit = &member;
-      }
-    }
-    if (remaining == nullptr && limit == nullptr) {
-      note("ratelimit", text, "ignored: not a structured-field list: " + why);
-      return;
-    }
-    // draft-07: limit=100, remaining=50, reset=5
-    if (limit != nullptr) {
-      if (auto quota = count_of(&limit->item)) {
-        m_answer.policies.push_back({"ratelimit", "", *quota, std::nullopt});
+      if (!at) {
+        answer.note(field, value,
+                    field == "retry-after" ? "ignored: neither delay-seconds nor an HTTP-date"
+                                           : "ignored: not a number of milliseconds");
+      } else if (*at <= arrived) {
+        answer.note(field, value, "no wait: the time it names has come");
+      } else if (answer.retry_at && *answer.retry_at != *at) {
+        answer.note(field, value, "given more than once: the latest time counts");
+        answer.retry_at = std::max(*answer.retry_at, *at);
       } else {
-        note("ratelimit", text, "limit is not a count from 0 to 10^12: ignored");
+        answer.retry_at = *at;
       }
-    }
-    if (remaining != nullptr) {
-      add_standing("ratelimit", "", text, &remaining->item,
-                   reset != nullptr ? &reset->item : nullptr, "ratelimit", text);
     }
   }
-
-  // The separate fields of the older drafts and of GitHub: PREFIX-limit, -remaining, -reset.
-  void read_separate_fields(std::string_view prefix) {
-    std::string limit_field = fmt::format("{}-limit", prefix);
-    std::string remaining_field = fmt::format("{}-remaining", prefix);
-    std::string reset_field = fmt::format("{}-reset", prefix);
-    for (const sf::Member& member : number_list(limit_field)) {
-      std::optional<std::int64_t> quota = count_of(&member.item);
-      if (!quota) {
-        note(limit_field, joined(values(limit_field)),
-             "a value is not a count from 0 to 10^12: ignored");
-        continue;
-      }
-      QuotaPolicy policy{limit_field, "", *quota, std::nullopt};
-      const sf::BareItem* window = member.param("w");
-      window = window != nullptr ? window : member.param("window");
-      if (window != nullptr && window->type == sf::BareItem::Type::integer && window->number > 0 &&
-          window->number <= k_max_duration / k_nanos_per_second) {
-        policy.window = window->number * k_nanos_per_second;
-      }
-      m_answer.policies.push_back(std::move(policy));
-    }
-    std::vector<sf::Member> remaining = number_list(remaining_field);
-    std::vector<sf::Member> reset = number_list(reset_field);
-    // Repeated values (several lines, or a proxy's join): the least remaining, the latest
-    // reset.
-    const sf::Member* least = nullptr;
-    for (const sf::Member& member : remaining) {
-      std::optional<std::int64_t> count = count_of(&member.item);
-      if (!count) {
-        note(remaining_field, joined(values(remaining_field)),
-             "a value is not a count from 0 to 10^12: ignored");
-      } else if (least == nullptr || *count < least->item.number) {
-        least = &member;
-      }
-    }
-    if (least == nullptr) {
-      if (!reset.empty()) {
-        note(reset_field, joined(values(reset_field)),
-             fmt::format("no {} to go with it: nothing to reset", remaining_field));
-      }
-      return;
-    }
-    if (remaining.size() > 1) {
-      note(remaining_field, joined(values(remaining_field)),
-           "more than one value: the least counts");
-    }
-    std::string reset_text = joined(values(reset_field));
-    std::optional<Nanos> latest;
-    const sf::Member* latest_reset = nullptr;
-    for (const sf::Member& member : reset) {
-      std::optional<Nanos> at = reset_time(reset_field, reset_text, member.item, false);
-      if (at && (!latest || *at > *latest)) {
-        latest = at;
-        latest_reset = &member;
-      }
-    }
-    if (reset.size() > 1) {
-      note(reset_field, reset_text, "more than one value: the latest counts");
-    }
-    add_standing(remaining_field, "", joined(values(remaining_field)), &least->item,
-                 latest_reset != nullptr ? &latest_reset->item : nullptr, reset_field, reset_text);
-  }
-
-  const std::vector<std::string>& other_units() const { return m_other_units; }
-
-private:
-  // The members of a numeric field (one or several values: `5000`, `10, 10;w=1`), or none
-  // (with a note) when it is not such a list.
-  std::vector<sf::Member> number_list(const std::string& field) {
-    std::vector<std::string_view> lines = values(field);
-    if (lines.empty()) {
-      return {};
-    }
-    std::string text = joined(lines);
-    std::string why;
-    auto members = sf::parse_list(text, &why);
-    if (!members) {
-      note(field, text, "ignored: not a number (or a list of numbers): " + why);
-      return {};
-    }
-    std::vector<sf::Member> numbers;
-    for (sf::Member& member : *members) {
-      if (member.is_inner_list || !thousandths(member.item)) {
-        note(field, text, "a value that is not a number: ignored");
-      } else {
-        numbers.push_back(std::move(member));
-      }
-    }
-    return numbers;
-  }
-
-  // When a reset value says the quota is restored, by the rule in the header: a time by
-  // the epoch (seconds or milliseconds) or delta-seconds. `delta_only` for the IETF `t`
-  // parameter, which the draft defines as delta-seconds. Nothing for a value that is not a
-  // number of seconds, with a note.
-  std::optional<Nanos> reset_time(std::string_view field, std::string_view text,
-                                  const sf::BareItem& item, bool delta_only) {
-    std::optional<std::int64_t> value = thousandths(item);
-    if (!value || *value < 0) {
-      note(field, text, "a reset that is not a number of seconds from 0: ignored");
-      return std::nullopt;
-    }
-    if (delta_only || *value < k_epoch_seconds_from * 1000) {
-      Wide delta = static_cast<Wide>(*value) * k_nanos_per_thousandth;
-      return m_arrived + static_cast<Nanos>(std::min<Wide>(delta, k_max_duration));
-    }
-    if (item.type == sf::BareItem::Type::integer && item.number >= k_epoch_millis_from) {
-      return server_time(static_cast<Wide>(item.number) * k_nanos_per_milli, m_answer.server_offset,
-                         m_arrived);
-    }
-    return server_time(static_cast<Wide>(*value) * k_nanos_per_thousandth, m_answer.server_offset,
-                       m_arrived);
-  }
-
-  // A standing of `remaining` until `reset`, as the field `field` (written `text`) said it,
-  // the reset from `reset_field` (written `reset_text`), delta-seconds when `delta_only`.
-  // Ignored, with a note, when the reset has come; kept without a reset when none is read.
-  void add_standing(const std::string& field, const std::string& policy, std::string_view text,
-                    const sf::BareItem* remaining, const sf::BareItem* reset,
-                    std::string_view reset_field, std::string_view reset_text,
-                    bool delta_only = false) {
-    std::optional<std::int64_t> count = count_of(remaining);
-    if (!count) {
-      note(field, text, "the remaining count is not a count from 0 to 10^12: ignored");
-      return;
-    }
-    QuotaStanding standing{field, policy, *count, std::nullopt};
-    if (reset != nullptr) {
-      standing.reset = reset_time(reset_field, reset_text, *reset, delta_only);
-      if (standing.reset && *standing.reset <= m_arrived) {
-        note(reset_field, reset_text,
-             "the quota is already restored (its reset has come): the standing is ignored");
-        return;
-      }
-      if (standing.reset && !delta_only &&
-          thousandths(*reset).value_or(0) >= k_epoch_seconds_from * 1000) {
-        note(reset_field, reset_text,
-             item_is_millis(*reset) ? "read as epoch milliseconds (10^12 or more)"
-                                    : "read as epoch seconds (10^9 or more)");
-      }
-    }
-    if (!standing.reset) {
-      for (const QuotaPolicy& known : m_answer.policies) {
-        if (!policy.empty() && known.policy == policy && known.window) {
-          // The quota is restored within the policy's window at the latest.
-          standing.reset = m_arrived + *known.window;
-          note(field, text,
-               fmt::format("policy \"{}\" has no reset time (t): its window counts", policy));
-          break;
-        }
-      }
-      if (!standing.reset) {
-        note(field, text, "no reset time: the quota's standing is shown, not when it ends");
-      }
-    }
-    m_answer.standings.push_back(std::move(standing));
-  }
-
-  static bool item_is_millis(const sf::BareItem& item) {
-    return item.type == sf::BareItem::Type::integer && item.number >= k_epoch_millis_from;
-  }
-
-  // One member of the IETF RateLimit list: "name";r=R;t=T.
-  void read_service_limit(std::string_view text, const sf::Member& member) {
-    std::optional<std::string> name = member.is_inner_list ? std::nullopt : name_of(member.item);
-    if (!name) {
-      note("ratelimit", text, "a member does not name its policy (\"name\";r=R;t=T): ignored");
-      return;
-    }
-    if (std::find(m_other_units.begin(), m_other_units.end(), *name) != m_other_units.end()) {
-      note("ratelimit", text,
-           fmt::format("policy \"{}\" counts other units than requests: ignored", *name));
-      return;
-    }
-    const sf::BareItem* reset = member.param("t");
-    if (reset != nullptr && reset->type != sf::BareItem::Type::integer) {
-      note("ratelimit", text,
-           fmt::format("policy \"{}\": its t is not whole seconds: ignored", *name));
-      return;
-    }
-    add_standing("ratelimit", *name, text, member.param("r"), reset, "ratelimit", text, true);
-  }
-
-  const util::ResponseHead& m_head;
-  ServerAnswer& m_answer;
-  Nanos m_arrived;
-  std::vector<std::string> m_other_units; // policies counted in other units than requests
-};
+}
 
 } // namespace
+
+void ServerAnswer::note(std::string_view field, std::string_view value, std::string text) {
+  notes.push_back(
+      {std::string(field), std::string(value.substr(0, k_note_value_bytes)), std::move(text)});
+}
+
+Nanos on_our_clock(Wide at, Nanos server_offset, Nanos arrived) {
+  return static_cast<Nanos>(
+      std::min<Wide>(at - server_offset, static_cast<Wide>(arrived) + k_max_duration));
+}
 
 std::optional<Nanos> retry_after_time(std::string_view value, Nanos arrived, Nanos server_offset) {
   while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) {
@@ -467,7 +112,7 @@ std::optional<Nanos> retry_after_time(std::string_view value, Nanos arrived, Nan
   if (!date || *date < 0 || *date > k_max_time / k_nanos_per_second) {
     return std::nullopt;
   }
-  return server_time(static_cast<Wide>(*date) * k_nanos_per_second, server_offset, arrived);
+  return on_our_clock(static_cast<Wide>(*date) * k_nanos_per_second, server_offset, arrived);
 }
 
 Result<ServerAnswer> understand_answer(const AnswerInput& input) {
@@ -486,21 +131,20 @@ Result<ServerAnswer> understand_answer(const AnswerInput& input) {
     answer.heads = head.heads;
     answer.status = head.status;
   }
-  Reading reading(head, answer, input.arrived);
   if (head.bad_lines > 0) {
-    reading.note("", "",
-                 fmt::format("{} line{} of the head {} not a field (NAME: VALUE): ignored",
-                             head.bad_lines, head.bad_lines == 1 ? "" : "s",
-                             head.bad_lines == 1 ? "is" : "are"));
+    answer.note("", "",
+                fmt::format("{} line{} of the head {} not a field (NAME: VALUE): ignored",
+                            head.bad_lines, head.bad_lines == 1 ? "" : "s",
+                            head.bad_lines == 1 ? "is" : "are"));
   }
   if (input.status) {
     if (answer.status && *answer.status != *input.status) {
-      reading.note("", std::to_string(*answer.status),
-                   fmt::format("the head's status: {} given instead", *input.status));
+      answer.note("", std::to_string(*answer.status),
+                  fmt::format("the head's status: {} given instead", *input.status));
     }
     answer.status = input.status;
   }
-  reading.read_date();
+  read_date(head, input.arrived, answer);
   if (input.retry_after) {
     std::optional<Nanos> at =
         retry_after_time(*input.retry_after, input.arrived, answer.server_offset);
@@ -508,22 +152,19 @@ Result<ServerAnswer> understand_answer(const AnswerInput& input) {
       return Result<ServerAnswer>::failure(fmt::format(
           "invalid Retry-After \"{}\": expected delay-seconds (120) or an HTTP-date (Wed, 21 "
           "Oct 2015 07:28:00 GMT)",
-          clip(*input.retry_after)));
+          std::string_view(*input.retry_after).substr(0, k_note_value_bytes)));
     }
-    if (!reading.values("retry-after").empty()) {
-      reading.note("retry-after", reading.values("retry-after").front(),
-                   "the head's: the one given counts instead");
+    if (!util::field_values(head, "retry-after").empty()) {
+      answer.note("retry-after", util::field_values(head, "retry-after").front(),
+                  "the head's: the one given counts instead");
     }
     if (*at > input.arrived) {
       answer.retry_at = at;
     }
   } else {
-    reading.read_retry_after();
+    read_retry_after(head, input.arrived, answer);
   }
-  reading.read_policies();
-  reading.read_service_limits();
-  reading.read_separate_fields("ratelimit");
-  reading.read_separate_fields("x-ratelimit");
+  read_quota_fields(head, input.arrived, answer);
   return answer;
 }
 

@@ -79,6 +79,9 @@ struct ServerAnswer {
   // How far the server's clock is ahead of ours (negative: behind), as its Date field
   // proved it, or 0 when within k_clock_tolerance.
   Nanos server_offset = 0;
+
+  // Notes `text` on `field`'s `value`, of which its first k_note_value_bytes are kept.
+  void note(std::string_view field, std::string_view value, std::string text);
 };
 
 // What is known of an answer: the text holding its head (`curl -D` output), and/or a status
@@ -100,5 +103,9 @@ Result<ServerAnswer> understand_answer(const AnswerInput& input);
 // HTTP-date moved by `server_offset`. Nothing when it is neither; `arrived` itself or earlier
 // when it names no wait.
 std::optional<Nanos> retry_after_time(std::string_view value, Nanos arrived, Nanos server_offset);
+
+// A time the server stated by its own clock, `server_offset` ahead of ours, on our clock; at
+// most k_max_duration after `arrived` (a Date far off, a reset decades away).
+Nanos on_our_clock(Wide at, Nanos server_offset, Nanos arrived);
 
 } // namespace ratelimit::core
