@@ -638,7 +638,9 @@ try_between() {
 # Calls SHORT on a key of ALGORITHM at the start (+50 ms) of each of STEPS steps of 500 ms
 # in an aligned window of WINDOW_MS, then tries LONG TRIES times within that window, and
 # sets GRANTED to how many of those were granted. Three attempts, each on a key of its own,
-# for one whose calls all fall where they should.
+# for one whose calls all fall where they should. Two tries suffice where one grant is right
+# (a second is one too many), and leave a loaded machine, where a call may take 200 ms, the
+# time to make them inside the window.
 longer_after_shorter() {
   local algorithm=$1 short=$2 steps=$3 long=$4 window=$5 tries=$6 attempt start step status
   for attempt in 1 2 3; do
@@ -663,7 +665,7 @@ longer_after_shorter() {
 # (never fresh between: the window before still weighs), then 3/1500ms has no room left in
 # that aligned 1.5 s window.
 test_a_longer_window_counts_the_grants_before_the_stored_one() {
-  longer_after_shorter sliding-window 2/500ms 3 3/1500ms 1500 3 || return
+  longer_after_shorter sliding-window 2/500ms 3 3/1500ms 1500 2 || return
   expect_eq 0 "$GRANTED" "grants at 3/1500ms after three at 2/500ms"
 }
 
@@ -673,7 +675,7 @@ test_a_longer_window_counts_the_grants_before_the_stored_one() {
 # starts afresh (as the man page says); SQLite forgets a fresh key only when gc finds it so.
 test_a_longer_fixed_window_counts_the_grants_before_the_stored_one() {
   on_store sqlite || return 0
-  longer_after_shorter fixed-window 1/500ms 4 5/2500ms 2500 6 || return
+  longer_after_shorter fixed-window 1/500ms 4 5/2500ms 2500 2 || return
   expect_eq 1 "$GRANTED" "grants at 5/2500ms after four at 1/500ms"
 }
 
