@@ -635,7 +635,7 @@ try_between() {
   return 1
 }
 
-# Calls SHORT on a key of ALGORITHM at the start (+50 ms) of each of STEPS steps of 500 ms
+# Calls SHORT on a key of ALGORITHM at the start (+50 ms) of each of STEPS steps of a second
 # in an aligned window of WINDOW_MS, then tries LONG TRIES times within that window, and
 # sets GRANTED to how many of those were granted. Three attempts, each on a key of its own,
 # for one whose calls all fall where they should. Two tries suffice where one grant is right
@@ -646,7 +646,7 @@ longer_after_shorter() {
   for attempt in 1 2 3; do
     start=$(next_window_ms "$window")
     for ((step = 0; step < steps; step++)); do
-      try_between $((start + step * 500 + 50)) $((start + step * 500 + 500)) \
+      try_between $((start + step * 1000 + 50)) $((start + step * 1000 + 1000)) \
         "longer-$attempt" -a "$algorithm" -r "$short"
       status=$?
       [ $status = 0 ] || break
@@ -661,22 +661,22 @@ longer_after_shorter() {
 }
 
 # A call naming a longer period counts every grant of the key in its window, those made
-# before the window the stored limit keeps: 2/500ms once every 500 ms on a sliding window
-# (never fresh between: the window before still weighs), then 3/1500ms has no room left in
-# that aligned 1.5 s window.
+# before the window the stored limit keeps: 2/s once every second on a sliding window
+# (never fresh between: the window before still weighs), then 3/3s has no room left in
+# that aligned 3 s window.
 test_a_longer_window_counts_the_grants_before_the_stored_one() {
-  longer_after_shorter sliding-window 2/500ms 3 3/1500ms 1500 2 || return
-  expect_eq 0 "$GRANTED" "grants at 3/1500ms after three at 2/500ms"
+  longer_after_shorter sliding-window 2/s 3 3/3s 3000 2 || return
+  expect_eq 0 "$GRANTED" "grants at 3/3s after three at 2/s"
 }
 
-# The same on a fixed window, at twice the speed of the example of the man page: 1/500ms at the start
-# of four 500 ms, then 5/2500ms during the fourth has room for one, not four. Only on
+# The same on a fixed window, as the example of the man page: 1/s at the start of four
+# seconds, then 5/5s during the fourth has room for one, not four. Only on
 # SQLite: the key is fresh at each boundary, when Redis lets it expire, and a key forgotten
 # starts afresh (as the man page says); SQLite forgets a fresh key only when gc finds it so.
 test_a_longer_fixed_window_counts_the_grants_before_the_stored_one() {
   on_store sqlite || return 0
-  longer_after_shorter fixed-window 1/500ms 4 5/2500ms 2500 2 || return
-  expect_eq 1 "$GRANTED" "grants at 5/2500ms after four at 1/500ms"
+  longer_after_shorter fixed-window 1/s 4 5/5s 5000 2 || return
+  expect_eq 1 "$GRANTED" "grants at 5/5s after four at 1/s"
 }
 
 # A limit named before is remembered and counts every grant since, exactly: 5/5s once, then
