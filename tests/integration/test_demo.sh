@@ -21,8 +21,11 @@ test_the_demo_shows_what_it_says() {
   expect_eq "" "$ERR" "stderr"
 
   # 1. 12 grants: 5 at once, the next 5 a second after them, the last 2 a second later; never
-  # more than 5 in any second (the times are taken after each grant: 100 ms allowed; the later
-  # grants may come late on a loaded machine, not early).
+  # more than 5 in any second. The times are taken once each `wait` has ended, by then up to
+  # 300 ms after its grant on a loaded machine (a sanitized process's exit beside busy
+  # suites): a grant shown late makes the next one a second after it look early. The hammer
+  # tests (test_algorithms) check the bound itself, each grant between its call's start and
+  # end.
   local -a times
   mapfile -t times < <(grant_times)
   expect_eq 12 "${#times[@]}" "grants shown" || return
@@ -30,7 +33,7 @@ test_the_demo_shows_what_it_says() {
   local i
   for i in 0 1 2 3 4 5 6; do
     expect_true "grants $i and $((i + 5)) less than a second apart: ${times[*]}" \
-      test $((times[i + 5] - times[i])) -ge 900
+      test $((times[i + 5] - times[i])) -ge 700
   done
   expect_true "the next 5 about a second later: ${times[*]}" \
     test $((times[9] - times[0])) -lt 2500
