@@ -320,21 +320,37 @@ json_field() {
     s/^[^{]*{[^[]*[,{]\"$field\":\(\"[^\"]*\"\|[^,}]*\).*/\1/p" | head -n 1
 }
 
+# Runs COMMAND... every 100 ms until it succeeds, for at most 10 s; fails if it never does.
+poll_for_10s() {
+  local tries=0
+  until "$@"; do
+    [ $tries = 100 ] && return 1
+    sleep 0.1
+    tries=$((tries + 1))
+  done
+}
+
+# KEY's next free slot, in milliseconds from now (empty when it has none).
+next_slot_ms() {
+  json_field "$("$RATELIMIT" --json status "$1")" retry_after_ms
+}
+
+# Whether KEY's next free slot is more than MS milliseconds away.
+slot_beyond() {
+  local retry
+  retry=$(next_slot_ms "$1")
+  [ "${retry:-0}" -gt "$2" ]
+}
+
 # Waits (up to 10 s) until KEY's next free slot is more than MS milliseconds away, as it is
 # once a waiter started in the background has reserved its slot. Consumes nothing. Fails
 # the test when the reservation does not come.
 wait_for_reservation() {
-  local key=$1 ms=$2 tries=0 retry
-  while :; do
-    retry=$(json_field "$("$RATELIMIT" --json status "$key")" retry_after_ms)
-    [ "${retry:-0}" -gt "$ms" ] && return 0
-    if [ $tries = 100 ]; then
-      fail "no reservation on \"$key\" after 10 s: its next slot is ${retry:-?} ms away"
-      return 1
-    fi
-    sleep 0.1
-    tries=$((tries + 1))
-  done
+  poll_for_10s slot_beyond "$1" "$2" && return 0
+  local retry
+  retry=$(next_slot_ms "$1")
+  fail "no reservation on \"$1\" after 10 s: its next slot is ${retry:-?} ms away"
+  return 1
 }
 
 # Checks that the shells and man find an installed ratelimit: the binary in BIN, the data

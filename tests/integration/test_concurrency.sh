@@ -114,17 +114,16 @@ start_holder() {
   expect_eq "$HOLDER" "$(ps -o ppid= -p "$CHILD" | tr -d ' ')" "the command's parent"
 }
 
-# Waits (up to 10 s) until COUNT runs of KEY wait for a slot, as `status` lists them.
+# Whether COUNT runs of KEY, or more, wait for a slot, as `status` lists them.
+runs_waiting() {
+  [ "$("$RATELIMIT" status "$1" | grep -c ' waiting ')" -ge "$2" ]
+}
+
+# Waits (up to 10 s) until COUNT runs of KEY wait for a slot.
 wait_for_waiters() {
-  local key=$1 count=$2 tries=0
-  until [ "$("$RATELIMIT" status "$key" | grep -c ' waiting ')" -ge "$count" ]; do
-    if [ $tries = 100 ]; then
-      fail "fewer than $count runs of \"$key\" waiting after 10 s"
-      return 1
-    fi
-    sleep 0.1
-    tries=$((tries + 1))
-  done
+  poll_for_10s runs_waiting "$1" "$2" && return 0
+  fail "fewer than $2 runs of \"$1\" waiting after 10 s"
+  return 1
 }
 
 # kill_holder_of_awaited_slot TRIES ARGUMENTS...: a holder (start_holder ARGUMENTS) and a
